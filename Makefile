@@ -1,0 +1,70 @@
+# tao-slurm-tui — `make help` lists the targets.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CLUSTER := scripts/sandbox-cluster
+# Cluster tests are independent and mostly wait on SLURM: run them side by side.
+PYTEST_WORKERS ?= 6
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+
+$(BIN)/tao-slurm-tui: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
+
+.PHONY: venv
+venv: $(BIN)/tao-slurm-tui ## Create .venv and install the app with its test extra
+
+.PHONY: cluster-up
+cluster-up: ## Install (apt) and start the sandbox SLURM cluster + sshd on 127.0.0.1:2222
+	$(CLUSTER) install
+	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the sandbox cluster's daemons
+	$(CLUSTER) down
+
+.PHONY: demo
+demo: venv cluster-up ## Bring up the sandbox and open the app on the sandbox profile
+	$(BIN)/tao-slurm-tui --profile sandbox
+
+.PHONY: test
+test: venv ## Install what the tests need, bring up the sandbox, run the whole suite, stop the sandbox
+	$(CLUSTER) install
+	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up
+	trap '$(CLUSTER) down' EXIT; \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -ra $(PYTEST_ARGS)
+
+.PHONY: test-unit
+test-unit: venv ## Unit and TUI tests only (no cluster)
+	$(BIN)/python -m pytest -n 2 -m "not cluster" -ra $(PYTEST_ARGS)
+
+.PHONY: check
+check: venv ## Lint, format check and mypy --strict
+	$(BIN)/ruff check tao_slurm_tui tests bench
+	$(BIN)/ruff format --check tao_slurm_tui tests bench
+	$(BIN)/mypy
+
+.PHONY: bench
+bench: venv ## Benchmarks on the sandbox (prints side-by-side ratios)
+	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up
+	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
+
+.PHONY: screenshots
+screenshots: venv ## Regenerate screenshots/*.svg from the app (deterministic back end)
+	$(BIN)/python scripts/screenshots.py
+
+.PHONY: snapshot-update
+snapshot-update: venv ## Regenerate TUI snapshots (look at them before committing!)
+	$(BIN)/python -m pytest tests/tui --snapshot-update
+
+.PHONY: clean
+clean: ## Remove the venv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist build

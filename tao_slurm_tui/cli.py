@@ -1,0 +1,80 @@
+"""Command line: ``tao-slurm-tui [--profile NAME] [--config PATH] [VERB ...]``.
+
+Without a verb the TUI opens. Every verb lives in :mod:`tao_slurm_tui.commands`; errors reach
+stderr as one plain sentence with exit code 1 (operation failed) or 2 (bad input), never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from tao_slurm_tui import __version__
+from tao_slurm_tui.commands import VERBS
+from tao_slurm_tui.commands.context import CliContext
+from tao_slurm_tui.config import ConfigError
+from tao_slurm_tui.errors import TaoError
+
+_HELP = {
+    "render": "print the sbatch script for a spec (no network)",
+    "submit": "validate, stage and submit a spec; print the job id",
+    "status": "jobs with their status (one monitor tick first)",
+    "logs": "print or follow main.out / main.err of a job's latest attempt",
+    "cancel": "cancel every attempt of a job",
+    "doctor": "preflight checks, each with a fix; exit 0 iff all pass",
+    "creds": "install the NGC key into the remote enroot credentials (from stdin)",
+    "config": "config file helpers (config path)",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every verb."""
+    parser = argparse.ArgumentParser(
+        prog="tao-slurm-tui",
+        description="Run NVIDIA TAO training containers on a SLURM cluster over SSH. "
+        "Without a verb, the terminal dashboard opens.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--profile", metavar="NAME", help="cluster profile to use")
+    parser.add_argument("--config", metavar="PATH", help="config file to use")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for verb, module_name in VERBS.items():
+        module = importlib.import_module(f"tao_slurm_tui.commands.{module_name}")
+        verb_parser = sub.add_parser(verb, help=_HELP[verb], description=_HELP[verb])
+        module.add_arguments(verb_parser)
+        verb_parser.set_defaults(_module=module)
+    return parser
+
+
+def _run_tui(ctx: CliContext) -> int:
+    from tao_slurm_tui.app import run_app
+
+    return run_app(ctx)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ctx = CliContext(config_override=args.config, profile_override=args.profile)
+    try:
+        if args.verb is None:
+            return _run_tui(ctx)
+        code: int = args._module.run(args, ctx)
+        return code
+    except ConfigError as exc:
+        print(f"tao-slurm-tui: {exc}", file=sys.stderr)
+        return 2
+    except TaoError as exc:
+        print(f"tao-slurm-tui: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tao-slurm-tui: interrupted.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

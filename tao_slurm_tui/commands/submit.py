@@ -1,0 +1,17 @@
+"""``tao-slurm-tui submit``."""
+
+from __future__ import annotations
+
+import argparse
+
+from tao_slurm_tui.commands.context import CliContext
+from tao_slurm_tui.errors import OperationFailed
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``submit``."""
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Run ``submit``."""
+    raise OperationFailed("'submit' is not available yet in this build.")

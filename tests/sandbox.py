@@ -1,0 +1,53 @@
+"""Facts about the sandbox cluster that ``scripts/sandbox-cluster up`` brings up."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from tao_slurm_tui.config import Profile
+
+STATE_DIR = Path(os.environ.get("TAO_SLURM_STATE", "/var/lib/tao-slurm-test"))
+"""The sandbox's state dir (daemon pids, configs, the ssh key and known_hosts)."""
+SSH_KEY = STATE_DIR / "ssh" / "id_ed25519"
+"""Private key of the sandbox test user (root-only)."""
+KNOWN_HOSTS = STATE_DIR / "ssh" / "known_hosts"
+"""known_hosts holding the sandbox sshd's host key for [127.0.0.1]:2222."""
+HOST_KEY_PUB = STATE_DIR / "ssh" / "ssh_host_ed25519_key.pub"
+"""Public host key of the sandbox sshd."""
+HOST = "127.0.0.1"
+PORT = 2222
+USER = "slurmtest"
+HOME = f"/home/{USER}"
+RESULTS = f"{HOME}/tao"
+
+
+def sandbox_profile(**overrides: object) -> Profile:
+    """A profile for the sandbox cluster (bare ``srun`` runtime)."""
+    data: dict[str, object] = {
+        "user": USER,
+        "hostnames": [HOST],
+        "port": PORT,
+        "ssh_key_path": str(SSH_KEY),
+        "known_hosts": str(KNOWN_HOSTS),
+        "use_ssh_config": False,
+        "partition": "polar",
+        "account": "",
+        "base_results_dir": RESULTS,
+        "container_runtime": "none",
+    }
+    data.update(overrides)
+    return Profile.model_validate(data)
+
+
+def reachable() -> str | None:
+    """None if the sandbox looks up, else why not."""
+    if not SSH_KEY.exists():
+        return f"{SSH_KEY} is missing (run: scripts/sandbox-cluster up)"
+    try:
+        with socket.create_connection((HOST, PORT), timeout=2):
+            pass
+    except OSError as exc:
+        return f"sshd on {HOST}:{PORT} is not reachable ({exc})"
+    return None
