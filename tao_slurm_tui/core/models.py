@@ -1,0 +1,172 @@
+"""Domain types shared by every layer: TAO status, jobs, attempts, progress.
+
+Pure data, no I/O. The store persists these; the poller updates them; the UI and the CLI show
+them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class TaoStatus(StrEnum):
+    """The TAO status of a job, as the platform names it."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    COMPLETE = "Complete"
+    ERROR = "Error"
+    CANCELED = "Canceled"
+    PAUSED = "Paused"
+
+    @property
+    def terminal(self) -> bool:
+        """True when nothing more will happen to the job."""
+        return self in (TaoStatus.COMPLETE, TaoStatus.ERROR, TaoStatus.CANCELED)
+
+
+@dataclass
+class Progress:
+    """Training progress read from ``status.json`` (all optional)."""
+
+    epoch: int | None = None
+    """Current epoch (the container's count)."""
+    max_epoch: int | None = None
+    """Total epochs."""
+    eta: str | None = None
+    """Estimated time left, as the container wrote it."""
+    kpi: dict[str, Any] = field(default_factory=dict)
+    """Latest KPIs (loss, mAP, ...)."""
+    status: str | None = None
+    """Last ``status`` value (STARTED, RUNNING, SUCCESS, FAILURE, SKIPPED)."""
+    message: str | None = None
+    """Last ``message``."""
+
+    @property
+    def fraction(self) -> float | None:
+        """epoch / max_epoch in [0, 1], when both are known."""
+        if self.epoch is None or not self.max_epoch:
+            return None
+        return max(0.0, min(1.0, self.epoch / self.max_epoch))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (for the store)."""
+        return {
+            "epoch": self.epoch,
+            "max_epoch": self.max_epoch,
+            "eta": self.eta,
+            "kpi": self.kpi,
+            "status": self.status,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Progress:
+        """Inverse of :meth:`to_dict`; tolerates missing keys."""
+        data = data or {}
+        return cls(
+            epoch=data.get("epoch"),
+            max_epoch=data.get("max_epoch"),
+            eta=data.get("eta"),
+            kpi=dict(data.get("kpi") or {}),
+            status=data.get("status"),
+            message=data.get("message"),
+        )
+
+
+@dataclass
+class Attempt:
+    """One SLURM submission of a job (the first, or a retry)."""
+
+    number: int
+    """0 for the first submission, 1 for the first retry, ..."""
+    slurm_job_id: str
+    """SLURM job id (bare, without ``;cluster``)."""
+    login_host: str = ""
+    """Login host the attempt was submitted through."""
+    state: str = ""
+    """Last SLURM state seen (first word: ``CANCELLED by 1001`` → ``CANCELLED``)."""
+    exit_code: str = ""
+    """``rc:signal`` as sacct prints it."""
+    reason: str = ""
+    """Pending reason or squeue's NODELIST(REASON) text."""
+    nodes: str = ""
+    """Node list the attempt ran on."""
+    submit_time: str = ""
+    start_time: str = ""
+    end_time: str = ""
+    elapsed: str = ""
+    """Elapsed time as SLURM prints it."""
+    time_limit: str = ""
+    """Time limit as SLURM prints it."""
+    partition: str = ""
+    est_start: str = ""
+    """Estimated start time when SLURM has one."""
+    retry_reason: str = ""
+    """Why this attempt was retried (empty if it was not)."""
+    restarts: int = 0
+    """How often SLURM requeued this SLURM job itself (``SLURM_RESTART_COUNT``/sacct -D)."""
+
+
+@dataclass
+class JobRecord:
+    """A TAO job under a stable id, with every SLURM attempt."""
+
+    id: str
+    """Stable job id (the spec's ``name``)."""
+    profile: str
+    """Profile the job was submitted with."""
+    spec: dict[str, Any] = field(default_factory=dict)
+    """The validated spec as a JSON dict."""
+    base_results_dir: str = ""
+    """Remote root of the job's files."""
+    status: TaoStatus = TaoStatus.PENDING
+    slurm_state: str = ""
+    """SLURM state of the latest attempt (first word)."""
+    message: str = ""
+    """Last message for the user (SLURM's refusal, status.json message, retry reason)."""
+    progress: Progress = field(default_factory=Progress)
+    attempts: list[Attempt] = field(default_factory=list)
+    submitted: bool = False
+    """False while the job is recorded but ``sbatch`` has not been confirmed."""
+    sqsh_job_id: str = ""
+    """SLURM id of the SQSH conversion job, if one was submitted for this job."""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    @property
+    def latest(self) -> Attempt | None:
+        """The latest attempt, if any."""
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def slurm_job_id(self) -> str:
+        """SLURM id of the latest attempt ('' before submission)."""
+        return self.attempts[-1].slurm_job_id if self.attempts else ""
+
+    @property
+    def retries(self) -> int:
+        """Number of retries so far (attempts after the first, plus SLURM self-requeues)."""
+        if not self.attempts:
+            return 0
+        return len(self.attempts) - 1 + sum(a.restarts for a in self.attempts)
+
+    @property
+    def reason(self) -> str:
+        """Pending reason (or node list) of the latest attempt."""
+        return self.attempts[-1].reason if self.attempts else ""
+
+    def status_json(self) -> dict[str, Any]:
+        """The ``status --json`` contract: id, status, slurm_state, slurm_job_id, retries,
+        reason, message."""
+        return {
+            "id": self.id,
+            "status": str(self.status),
+            "slurm_state": self.slurm_state,
+            "slurm_job_id": self.slurm_job_id,
+            "retries": self.retries,
+            "reason": self.reason,
+            "message": self.message,
+        }
