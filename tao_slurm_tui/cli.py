@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.verb is None:
             return _run_tui(ctx)
+        if args.verb != "config":
+            # A broken config file is reported once, up front, before any work starts.
+            _ = ctx.config
         code: int = args._module.run(args, ctx)
         return code
     except ConfigError as exc:

@@ -49,7 +49,7 @@ class Profile(BaseModel):
     port: int = Field(default=22, ge=1, le=65535)
     """SSH port of the login hosts."""
     ssh_key_path: str = ""
-    """Private key for key-only login (``SSH_KEY_PATH``); empty: ``~/.ssh`` defaults and the agent."""
+    """Private key for key-only login (``SSH_KEY_PATH``); empty: ``~/.ssh`` keys and the agent."""
     known_hosts: str = ""
     """known_hosts file to verify host keys against; empty: ``~/.ssh/known_hosts``."""
     use_ssh_config: bool = True

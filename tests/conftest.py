@@ -12,7 +12,9 @@ from tests import sandbox
 
 
 @pytest.fixture(autouse=True)
-def _isolated_xdg(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _isolated_xdg(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Every test gets its own config/data/cache dirs and no platform env overrides."""
     root = tmp_path_factory.mktemp("xdg")
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from pydantic import ValidationError
+
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import Profile, state_db_path
+from tao_slurm_tui.config import Profile, config_path, state_db_path
 from tao_slurm_tui.errors import BadInput
 
 
@@ -40,7 +42,8 @@ def _coerce(fields: list[str]) -> dict[str, object]:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run the ``config`` verb."""
     if args.config_verb == "path":
-        ctx.out(f"config: {ctx.config.path}")
+        # Works even when the file is broken: the user needs the path to fix it.
+        ctx.out(f"config: {config_path(ctx.config_override)}")
         ctx.out(f"state:  {state_db_path()}")
         return 0
     cfg = ctx.config
@@ -48,8 +51,10 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     merged = {**current.model_dump(), **_coerce(args.fields)}
     try:
         profile = Profile.model_validate(merged)
-    except Exception as exc:  # pydantic ValidationError: name the field
-        raise BadInput(f"profile {args.name!r} is invalid: {exc}".splitlines()[0]) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise BadInput(f"profile {args.name!r}: '{field}' is invalid: {first['msg']}.") from None
     cfg.upsert_profile(args.name, profile, make_default=args.default)
     ctx.out(json.dumps({"profile": args.name, "config": str(cfg.path)}))
     return 0

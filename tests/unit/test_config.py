@@ -1,0 +1,198 @@
+"""Config: models, env overrides, broken files, atomic writes, the CLI's config verb."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tao_slurm_tui.cli import main
+from tao_slurm_tui.config import (
+    Config,
+    ConfigError,
+    Profile,
+    Settings,
+    apply_env,
+    config_path,
+    load_settings,
+    save_settings,
+    state_db_path,
+)
+
+GOOD = """
+default_profile = "sandbox"
+[profiles.sandbox]
+user = "slurmtest"
+hostnames = ["127.0.0.1", "127.0.0.2"]
+port = 2222
+partition = "polar"
+base_results_dir = "/home/slurmtest/tao"
+container_runtime = "none"
+
+[profiles.other]
+user = "bob"
+hostnames = ["login1"]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_are_the_platforms() -> None:
+    p = Profile()
+    assert (p.time_hours, p.timeout_hours, p.use_requeue) == (4.0, 3.8, True)
+    assert p.partitions == ["polar", "polar3", "polar4", "grizzly"]
+    assert p.container_runtime == "pyxis"
+    assert p.max_gpus_per_node == 8
+    assert Settings().poll_interval == 10.0
+
+
+def test_xdg_dirs_are_honoured(_isolated_xdg: Path) -> None:
+    assert config_path() == _isolated_xdg / "xdg_config_home" / "tao-slurm-tui" / "config.toml"
+    assert state_db_path().is_relative_to(_isolated_xdg / "xdg_data_home")
+
+
+def test_load_and_select_profiles(tmp_path: Path) -> None:
+    cfg = Config.load(write(tmp_path, GOOD))
+    assert cfg.profile_name() == "sandbox"
+    prof = cfg.profile(environ={})
+    assert prof.hostnames == ["127.0.0.1", "127.0.0.2"]
+    assert prof.port == 2222
+    assert cfg.profile("other", environ={}).user == "bob"
+
+
+def test_unknown_profile_names_the_known_ones(tmp_path: Path) -> None:
+    cfg = Config.load(write(tmp_path, GOOD))
+    with pytest.raises(ConfigError, match=r"no profile named 'nope' \(known: other, sandbox\)"):
+        cfg.profile("nope", environ={})
+
+
+def test_env_overrides_every_platform_variable() -> None:
+    env = {
+        "SLURM_USER": "alice",
+        "SLURM_HOSTNAME": "login1, login2,login3",
+        "SLURM_PARTITION": "batch",
+        "SSH_KEY_PATH": "/keys/id",
+        "SLURM_BASE_RESULTS_DIR": "/lustre/alice",
+        "SLURM_ACCOUNT": "proj",
+        "SLURM_TIME_HOURS": "2.5",
+        "SLURM_TIMEOUT_HOURS": "2",
+        "SLURM_USE_REQUEUE": "false",
+    }
+    p = apply_env(Profile(user="x", hostnames=["h"]), env)
+    assert p.user == "alice"
+    assert p.hostnames == ["login1", "login2", "login3"]
+    assert p.partition == "batch"
+    assert p.ssh_key_path == "/keys/id"
+    assert p.base_results_dir == "/lustre/alice"
+    assert p.account == "proj"
+    assert (p.time_hours, p.timeout_hours) == (2.5, 2.0)
+    assert p.use_requeue is False
+
+
+def test_env_only_profile_without_a_config_file(tmp_path: Path) -> None:
+    cfg = Config.load(tmp_path / "missing.toml")
+    prof = cfg.profile(environ={"SLURM_USER": "u", "SLURM_HOSTNAME": "h1,h2"})
+    assert prof.hostnames == ["h1", "h2"]
+    assert prof.missing_required() == []
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SLURM_USE_REQUEUE": "maybe"}, "SLURM_USE_REQUEUE='maybe' is not a boolean"),
+        ({"SLURM_TIME_HOURS": "four"}, "SLURM_TIME_HOURS is invalid"),
+        ({"SLURM_TIME_HOURS": "-1"}, "SLURM_TIME_HOURS is invalid"),
+    ],
+)
+def test_bad_env_values_are_named(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        apply_env(Profile(), env)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[profiles.x\nuser=1", "not valid TOML"),
+        ("[profiles.x]\nusr = 'a'", "key 'profiles.x.usr' is not a known setting"),
+        ("[profiles.x]\nport = 'ssh'", "key 'profiles.x.port' is invalid"),
+        ("poll_interval = 1", "key 'poll_interval' is invalid"),
+        ("[profiles.x]\ncontainer_runtime = 'docker'", "key 'profiles.x.container_runtime'"),
+    ],
+)
+def test_broken_files_give_one_clear_message(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+    assert path.read_text() == text  # never overwritten
+
+
+def test_missing_required_fields_are_listed() -> None:
+    assert Profile().missing_required() == ["user", "hostnames"]
+    assert Profile(user="u", hostnames=["h"], partition=" , ").missing_required() == ["partition"]
+
+
+def test_save_is_atomic_with_mode_0600(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "config.toml"
+    settings = load_settings(write(tmp_path, GOOD))
+    save_settings(settings, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_settings(path) == settings
+    assert [p.name for p in path.parent.iterdir()] == ["config.toml"]  # no temp file left
+    # Only non-default fields (plus the required ones) are written.
+    assert "time_hours" not in path.read_text()
+
+
+def test_upsert_profile_keeps_other_profiles(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    cfg = Config.load(path)
+    cfg.upsert_profile("new", Profile(user="n", hostnames=["a", "b"]), make_default=True)
+    again = Config.load(path)
+    assert set(again.settings.profiles) == {"sandbox", "other", "new"}
+    assert again.settings.default_profile == "new"
+    with pytest.raises(ConfigError, match="profile name"):
+        cfg.upsert_profile("bad name!", Profile())
+
+
+def test_cli_config_path_and_broken_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "[profiles.x]\nbogus = 1\n")
+    assert main(["--config", str(path), "config", "path"]) == 0
+    assert str(path) in capsys.readouterr().out
+    assert main(["--config", str(path), "status"]) == 2
+    err = capsys.readouterr().err
+    assert "key 'profiles.x.bogus' is not a known setting" in err
+    assert "Traceback" not in err
+
+
+def test_cli_set_profile_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.toml"
+    argv = ["--config", str(path), "config", "set-profile", "s", "user=u", "hostnames=a,b"]
+    assert main([*argv, "port=2222", "--default"]) == 0
+    prof = Config.load(path).profile(environ={})
+    assert (prof.user, prof.hostnames, prof.port) == ("u", ["a", "b"], 2222)
+    assert main(["--config", str(path), "config", "set-profile", "s", "port=x"]) == 2
+    assert "'port' is invalid" in capsys.readouterr().err
+    assert main(["--config", str(path), "config", "set-profile", "s", "nokey=1"]) == 2
+
+
+def test_module_entry_point_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "tao_slurm_tui", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ},
+    )
+    assert "render" in out.stdout and "doctor" in out.stdout
