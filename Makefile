@@ -38,8 +38,8 @@ demo: venv cluster-up ## Bring up the sandbox and open the app on the sandbox pr
 .PHONY: test
 test: venv ## Install what the tests need, bring up the sandbox, run the whole suite, stop the sandbox
 	$(CLUSTER) install
-	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up
 	trap '$(CLUSTER) down' EXIT; \
+	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up && \
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -ra $(PYTEST_ARGS)
 
 .PHONY: test-unit

@@ -1,0 +1,123 @@
+"""Smoke checks of the sandbox cluster that ``scripts/sandbox-cluster up`` brings up.
+
+Everything goes through the real sshd as the test user, the way the app talks to a cluster.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests import sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "sandbox-cluster"
+
+pytestmark = pytest.mark.usefixtures("cluster")
+
+LIVE_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING"}
+
+
+def ssh(
+    command: str, user: str = sandbox.USER, timeout: float = 20
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` on the sandbox login node with the OpenSSH client, key-only."""
+    return subprocess.run(
+        [
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={sandbox.KNOWN_HOSTS}",
+            "-i",
+            str(sandbox.SSH_KEY),
+            "-p",
+            str(sandbox.PORT),
+            f"{user}@{sandbox.HOST}",
+            command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def test_partitions_and_limits() -> None:
+    result = ssh("sinfo -h -o '%P|%l|%a'")
+    assert result.returncode == 0, result.stderr
+    rows = set(result.stdout.split())
+    assert "polar*|4:00:00|up" in rows  # the default partition
+    assert "batch|2-00:00:00|up" in rows
+
+
+def test_gpu_job_completes_and_is_accounted() -> None:
+    name = f"smoke-{uuid.uuid4().hex[:8]}"
+    workdir = f"{sandbox.RESULTS}/{name}"
+    submit = ssh(
+        f"mkdir -p {workdir} && cd {workdir} && "
+        f"sbatch --parsable -J {name} --gres=gpu:1 --time=00:05:00 -o {workdir}/%x-%j.out "
+        "--wrap 'echo gpus=$CUDA_VISIBLE_DEVICES'"
+    )
+    assert submit.returncode == 0, submit.stderr
+    job_id = submit.stdout.strip()
+    assert job_id.isdigit(), submit.stdout
+
+    # sacct lags (RECIPE gotcha 3): poll until the allocation row reaches a final state.
+    state = ""
+    deadline = time.monotonic() + 25
+    while time.monotonic() < deadline:
+        result = ssh(f"sacct -X -n -P -j {job_id} --format=JobName,State,ExitCode")
+        fields = result.stdout.strip().split("|")
+        # Before the real record sacct may show no row or a transient "allocation" row.
+        if len(fields) == 3 and fields[0] == name and fields[1].split()[0] not in LIVE_STATES:
+            state = fields[1].split()[0]
+            assert fields[2] == "0:0"
+            break
+        time.sleep(1)
+    assert state == "COMPLETED"
+    log = ssh(f"cat {workdir}/{name}-{job_id}.out")
+    assert log.stdout.strip() == "gpus=0"
+
+
+def test_enforce_part_limits_rejects_over_limit_time() -> None:
+    result = ssh("sbatch --parsable --time=05:00:00 --wrap true")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert (
+        "sbatch: error: Batch job submission failed: Requested time limit is invalid "
+        "(missing or exceeds some limit)" in result.stderr
+    )
+
+
+def test_only_the_test_user_may_log_in() -> None:
+    result = ssh("true", user="root")  # the right key, but AllowUsers only has the test user
+    assert result.returncode == 255
+    assert "Permission denied (publickey)." in result.stderr
+
+
+def test_status_reports_everything_up() -> None:
+    result = subprocess.run(
+        [str(SCRIPT), "status"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    up = {tuple(line.split()[:2]) for line in result.stdout.splitlines()}
+    for daemon in ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sshd"):
+        assert (daemon, "up") in up, result.stdout
+    assert "ssh        ok" in result.stdout
