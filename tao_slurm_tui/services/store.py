@@ -1,0 +1,547 @@
+"""The durable job store: SQLite (stdlib), shared by the TUI and CLI commands at the same time.
+
+One file, ``config.state_db_path()`` by default, holding jobs (keyed by profile + stable id),
+their SLURM attempts and an event log. WAL mode lets readers and one writer work at once; a
+busy timeout makes a second process wait instead of failing; every write is one
+``BEGIN IMMEDIATE`` transaction, so two processes never interleave half-written changes.
+
+The schema is versioned with ``PRAGMA user_version`` and upgraded by :data:`MIGRATIONS` (append
+only; never edit a released step).
+
+The store keeps exactly what it is given and nothing else. It never holds a secret: callers pass
+specs whose secrets were refused by validation (``env`` may not carry keys), and no credential
+is ever handed to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.errors import BadInput, OperationFailed
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a write waits for another process's transaction before giving up."""
+
+MIGRATIONS: list[str] = [
+    # 1: jobs, attempts, events.
+    """
+    CREATE TABLE jobs (
+        profile TEXT NOT NULL,
+        id TEXT NOT NULL,
+        spec TEXT NOT NULL DEFAULT '{}',
+        base_results_dir TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL DEFAULT 'Pending',
+        slurm_state TEXT NOT NULL DEFAULT '',
+        message TEXT NOT NULL DEFAULT '',
+        progress TEXT NOT NULL DEFAULT '{}',
+        submitted INTEGER NOT NULL DEFAULT 0,
+        sqsh_job_id TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (profile, id)
+    );
+    CREATE INDEX jobs_status ON jobs (profile, status);
+    CREATE TABLE attempts (
+        profile TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        slurm_job_id TEXT NOT NULL,
+        login_host TEXT NOT NULL DEFAULT '',
+        state TEXT NOT NULL DEFAULT '',
+        exit_code TEXT NOT NULL DEFAULT '',
+        reason TEXT NOT NULL DEFAULT '',
+        nodes TEXT NOT NULL DEFAULT '',
+        submit_time TEXT NOT NULL DEFAULT '',
+        start_time TEXT NOT NULL DEFAULT '',
+        end_time TEXT NOT NULL DEFAULT '',
+        elapsed TEXT NOT NULL DEFAULT '',
+        time_limit TEXT NOT NULL DEFAULT '',
+        partition TEXT NOT NULL DEFAULT '',
+        est_start TEXT NOT NULL DEFAULT '',
+        retry_reason TEXT NOT NULL DEFAULT '',
+        restarts INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (profile, job_id, number),
+        FOREIGN KEY (profile, job_id) REFERENCES jobs (profile, id) ON DELETE CASCADE
+    );
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        profile TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        time REAL NOT NULL,
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        FOREIGN KEY (profile, job_id) REFERENCES jobs (profile, id) ON DELETE CASCADE
+    );
+    CREATE INDEX events_job ON events (profile, job_id, seq);
+    """,
+]
+"""Schema steps; step N (1-based) brings ``user_version`` from N-1 to N."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_JOB_FIELDS = (
+    "spec",
+    "base_results_dir",
+    "status",
+    "slurm_state",
+    "message",
+    "progress",
+    "submitted",
+    "sqsh_job_id",
+)
+_ATTEMPT_FIELDS = tuple(f.name for f in fields(Attempt) if f.name != "number")
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One line of a job's event log."""
+
+    seq: int
+    """Store-wide increasing number (order of writing)."""
+    time: float
+    """Unix time."""
+    kind: str
+    """Short tag: ``submitted``, ``state``, ``retry``, ``cancel``, ``error``, ..."""
+    text: str
+
+
+class JobStore:
+    """Jobs, attempts and events in one SQLite file; safe across threads and processes."""
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time):
+        """Open (creating and migrating if needed) the store at ``path``.
+
+        Args:
+            path: the database file, usually ``config.state_db_path()``.
+            clock: time source for ``created_at``/``updated_at``/event times (tests pin it).
+
+        Raises:
+            OperationFailed: the file cannot be opened, is not a database, or was written by a
+                newer version of the app.
+        """
+        self.path = Path(path)
+        self._clock = clock
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fresh = not self.path.exists()
+            # Autocommit mode: transactions are opened explicitly with BEGIN IMMEDIATE.
+            self._db = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            if fresh:
+                with contextlib.suppress(OSError):
+                    os.chmod(self.path, 0o600)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise OperationFailed(
+                f"The state database {self.path} cannot be used ({exc}); move it aside and retry."
+            ) from None
+        except OSError as exc:
+            raise OperationFailed(
+                f"The state database {self.path} cannot be opened ({exc.strerror}); "
+                "check the directory's permissions."
+            ) from None
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        # BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that upgrades
+        # later can fail with "database is locked" without the busy handler helping.
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise OperationFailed(
+                    f"The state database {self.path} was written by a newer tao-slurm-tui "
+                    f"(schema {version} > {SCHEMA_VERSION}); upgrade tao-slurm-tui."
+                )
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _statements(MIGRATIONS[number - 1]):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {number}")
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open file."""
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection (the store is unusable afterwards)."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> JobStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ jobs
+
+    def create_job(self, record: JobRecord) -> JobRecord:
+        """Record a new job (and any attempts it carries) before it is submitted.
+
+        The stable id is unique per profile, also after the job ended: its remote files
+        (``results/<id>``, logs) would collide.
+
+        Raises:
+            BadInput: a job with this id already exists in the profile.
+        """
+        now = self._clock()
+        with self._write() as db:
+            row = db.execute(
+                "SELECT status FROM jobs WHERE profile = ? AND id = ?", (record.profile, record.id)
+            ).fetchone()
+            if row is not None:
+                status = TaoStatus(row["status"])
+                if status.terminal:
+                    raise BadInput(
+                        f"A job named '{record.id}' already exists in profile "
+                        f"'{record.profile}' (it ended {status}); give the new job another name."
+                    )
+                raise BadInput(
+                    f"A job named '{record.id}' is still {status} in profile '{record.profile}'; "
+                    "give the new job another name or cancel that one first."
+                )
+            created = record.created_at or now
+            db.execute(
+                "INSERT INTO jobs (profile, id, spec, base_results_dir, status, slurm_state, "
+                "message, progress, submitted, sqsh_job_id, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.profile,
+                    record.id,
+                    json.dumps(record.spec, sort_keys=True),
+                    record.base_results_dir,
+                    str(record.status),
+                    record.slurm_state,
+                    record.message,
+                    json.dumps(record.progress.to_dict(), sort_keys=True),
+                    int(record.submitted),
+                    record.sqsh_job_id,
+                    created,
+                    now,
+                ),
+            )
+            for attempt in record.attempts:
+                self._insert_attempt(db, record.profile, record.id, attempt)
+            return self._load(db, record.profile, record.id)
+
+    def get(self, profile: str, job_id: str) -> JobRecord | None:
+        """The job ``job_id`` of ``profile``, with its attempts, or None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM jobs WHERE profile = ? AND id = ?", (profile, job_id)
+            ).fetchone()
+            if row is None:
+                return None
+            return self._record(row, self._attempts(self._db, profile, job_id))
+
+    def require(self, profile: str, job_id: str) -> JobRecord:
+        """Like :meth:`get`, but a missing job is an error for the user.
+
+        Raises:
+            BadInput: no such job.
+        """
+        record = self.get(profile, job_id)
+        if record is None:
+            raise BadInput(
+                f"There is no job '{job_id}' in profile '{profile}'; run 'tao-slurm-tui status' "
+                "to list the jobs."
+            )
+        return record
+
+    def list_jobs(
+        self, profile: str | None = None, *, include_terminal: bool = True
+    ) -> list[JobRecord]:
+        """Jobs (of ``profile``, or of all profiles), oldest first."""
+        clauses, params = [], []
+        if profile is not None:
+            clauses.append("profile = ?")
+            params.append(profile)
+        if not include_terminal:
+            terminal = [str(s) for s in TaoStatus if s.terminal]
+            clauses.append(f"status NOT IN ({','.join('?' * len(terminal))})")
+            params.extend(terminal)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT * FROM jobs {where} ORDER BY created_at, profile, id", params
+            ).fetchall()
+            attempts = self._all_attempts(profile)
+            return [self._record(r, attempts.get((r["profile"], r["id"]), [])) for r in rows]
+
+    def active(self, profile: str) -> list[JobRecord]:
+        """Non-terminal jobs of ``profile`` (what the monitor polls), oldest first."""
+        return self.list_jobs(profile, include_terminal=False)
+
+    def update_job(self, profile: str, job_id: str, **changes: Any) -> JobRecord:
+        """Change fields of a job: ``spec``, ``base_results_dir``, ``status``, ``slurm_state``,
+        ``message``, ``progress`` (a :class:`Progress` or dict), ``submitted``, ``sqsh_job_id``.
+
+        Raises:
+            TypeError: an unknown field.
+            KeyError: no such job.
+        """
+        unknown = set(changes) - set(_JOB_FIELDS)
+        if unknown:
+            raise TypeError(f"unknown job field(s): {', '.join(sorted(unknown))}")
+        with self._write() as db:
+            self._update_job(db, profile, job_id, changes)
+            return self._load(db, profile, job_id)
+
+    def delete_job(self, profile: str, job_id: str) -> bool:
+        """Forget a job with its attempts and events; True if it existed."""
+        with self._write() as db:
+            cur = db.execute("DELETE FROM jobs WHERE profile = ? AND id = ?", (profile, job_id))
+            return cur.rowcount > 0
+
+    # ------------------------------------------------------------------ attempts
+
+    def add_attempt(self, profile: str, job_id: str, attempt: Attempt) -> JobRecord:
+        """Append an attempt (its ``number`` must be new for the job).
+
+        Raises:
+            KeyError: no such job.
+            ValueError: the attempt number is taken.
+        """
+        with self._write() as db:
+            self._touch(db, profile, job_id)
+            self._insert_attempt(db, profile, job_id, attempt)
+            return self._load(db, profile, job_id)
+
+    def update_attempt(self, profile: str, job_id: str, number: int, **changes: Any) -> JobRecord:
+        """Change fields of attempt ``number`` (any :class:`Attempt` field except ``number``).
+
+        Raises:
+            TypeError: an unknown field.
+            KeyError: no such job or attempt.
+        """
+        unknown = set(changes) - set(_ATTEMPT_FIELDS)
+        if unknown:
+            raise TypeError(f"unknown attempt field(s): {', '.join(sorted(unknown))}")
+        with self._write() as db:
+            self._touch(db, profile, job_id)
+            if changes:
+                cols = ", ".join(f"{k} = ?" for k in changes)
+                cur = db.execute(
+                    f"UPDATE attempts SET {cols} WHERE profile = ? AND job_id = ? AND number = ?",
+                    [*changes.values(), profile, job_id, number],
+                )
+                if cur.rowcount == 0:
+                    raise KeyError(f"job {profile}/{job_id} has no attempt {number}")
+            return self._load(db, profile, job_id)
+
+    def save_attempt(self, profile: str, job_id: str, attempt: Attempt) -> JobRecord:
+        """Insert or replace attempt ``attempt.number`` as a whole.
+
+        Raises:
+            KeyError: no such job.
+        """
+        with self._write() as db:
+            self._touch(db, profile, job_id)
+            db.execute(
+                "DELETE FROM attempts WHERE profile = ? AND job_id = ? AND number = ?",
+                (profile, job_id, attempt.number),
+            )
+            self._insert_attempt(db, profile, job_id, attempt)
+            return self._load(db, profile, job_id)
+
+    def mark_submitted(
+        self, profile: str, job_id: str, attempt: Attempt, *, event: str = ""
+    ) -> JobRecord:
+        """Record a confirmed ``sbatch`` in one transaction: the attempt is saved (replacing
+        one with the same number), the job is marked submitted, and an event is logged.
+
+        Raises:
+            KeyError: no such job.
+        """
+        with self._write() as db:
+            self._update_job(db, profile, job_id, {"submitted": True})
+            db.execute(
+                "DELETE FROM attempts WHERE profile = ? AND job_id = ? AND number = ?",
+                (profile, job_id, attempt.number),
+            )
+            self._insert_attempt(db, profile, job_id, attempt)
+            text = event or (
+                f"submitted attempt {attempt.number} as SLURM job {attempt.slurm_job_id}"
+                + (f" via {attempt.login_host}" if attempt.login_host else "")
+            )
+            self._insert_event(db, profile, job_id, "submitted", text)
+            return self._load(db, profile, job_id)
+
+    # ------------------------------------------------------------------ events
+
+    def add_event(self, profile: str, job_id: str, kind: str, text: str) -> JobEvent:
+        """Append a line to the job's event log.
+
+        Raises:
+            KeyError: no such job.
+        """
+        with self._write() as db:
+            self._touch(db, profile, job_id, bump=False)
+            return self._insert_event(db, profile, job_id, kind, text)
+
+    def events(self, profile: str, job_id: str, limit: int | None = None) -> list[JobEvent]:
+        """The job's events, oldest first (the last ``limit`` ones when given)."""
+        with self._lock:
+            sql = "SELECT seq, time, kind, text FROM events WHERE profile = ? AND job_id = ?"
+            params: list[Any] = [profile, job_id]
+            if limit is not None:
+                sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT ?)"
+                params.append(limit)
+            rows = self._db.execute(f"{sql} ORDER BY seq", params).fetchall()
+        return [JobEvent(r["seq"], r["time"], r["kind"], r["text"]) for r in rows]
+
+    # ------------------------------------------------------------------ internals
+
+    def _touch(self, db: sqlite3.Connection, profile: str, job_id: str, bump: bool = True) -> None:
+        if bump:
+            cur = db.execute(
+                "UPDATE jobs SET updated_at = ? WHERE profile = ? AND id = ?",
+                (self._clock(), profile, job_id),
+            )
+            found = cur.rowcount > 0
+        else:
+            found = (
+                db.execute(
+                    "SELECT 1 FROM jobs WHERE profile = ? AND id = ?", (profile, job_id)
+                ).fetchone()
+                is not None
+            )
+        if not found:
+            raise KeyError(f"no job {profile}/{job_id}")
+
+    def _update_job(
+        self, db: sqlite3.Connection, profile: str, job_id: str, changes: dict[str, Any]
+    ) -> None:
+        values: dict[str, Any] = {}
+        for key, value in changes.items():
+            if key == "spec":
+                value = json.dumps(value, sort_keys=True)
+            elif key == "progress":
+                data = value.to_dict() if isinstance(value, Progress) else dict(value or {})
+                value = json.dumps(data, sort_keys=True)
+            elif key == "status":
+                value = str(TaoStatus(value))
+            elif key == "submitted":
+                value = int(bool(value))
+            values[key] = value
+        values["updated_at"] = self._clock()
+        cols = ", ".join(f"{k} = ?" for k in values)
+        cur = db.execute(
+            f"UPDATE jobs SET {cols} WHERE profile = ? AND id = ?",
+            [*values.values(), profile, job_id],
+        )
+        if cur.rowcount == 0:
+            raise KeyError(f"no job {profile}/{job_id}")
+
+    def _insert_attempt(
+        self, db: sqlite3.Connection, profile: str, job_id: str, attempt: Attempt
+    ) -> None:
+        data = asdict(attempt)
+        cols = ["profile", "job_id", *data]
+        try:
+            db.execute(
+                f"INSERT INTO attempts ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [profile, job_id, *data.values()],
+            )
+        except sqlite3.IntegrityError:
+            raise ValueError(
+                f"job {profile}/{job_id} already has an attempt {attempt.number}"
+            ) from None
+
+    def _insert_event(
+        self, db: sqlite3.Connection, profile: str, job_id: str, kind: str, text: str
+    ) -> JobEvent:
+        now = self._clock()
+        cur = db.execute(
+            "INSERT INTO events (profile, job_id, time, kind, text) VALUES (?, ?, ?, ?, ?)",
+            (profile, job_id, now, kind, text),
+        )
+        return JobEvent(int(cur.lastrowid or 0), now, kind, text)
+
+    def _load(self, db: sqlite3.Connection, profile: str, job_id: str) -> JobRecord:
+        row = db.execute(
+            "SELECT * FROM jobs WHERE profile = ? AND id = ?", (profile, job_id)
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no job {profile}/{job_id}")
+        return self._record(row, self._attempts(db, profile, job_id))
+
+    @staticmethod
+    def _attempts(db: sqlite3.Connection, profile: str, job_id: str) -> list[Attempt]:
+        rows = db.execute(
+            "SELECT * FROM attempts WHERE profile = ? AND job_id = ? ORDER BY number",
+            (profile, job_id),
+        ).fetchall()
+        return [_attempt(r) for r in rows]
+
+    def _all_attempts(self, profile: str | None) -> dict[tuple[str, str], list[Attempt]]:
+        sql = "SELECT * FROM attempts"
+        params: list[Any] = []
+        if profile is not None:
+            sql += " WHERE profile = ?"
+            params.append(profile)
+        out: dict[tuple[str, str], list[Attempt]] = {}
+        for r in self._db.execute(sql + " ORDER BY profile, job_id, number", params):
+            out.setdefault((r["profile"], r["job_id"]), []).append(_attempt(r))
+        return out
+
+    @staticmethod
+    def _record(row: sqlite3.Row, attempts: list[Attempt]) -> JobRecord:
+        return JobRecord(
+            id=row["id"],
+            profile=row["profile"],
+            spec=json.loads(row["spec"] or "{}"),
+            base_results_dir=row["base_results_dir"],
+            status=TaoStatus(row["status"]),
+            slurm_state=row["slurm_state"],
+            message=row["message"],
+            progress=Progress.from_dict(json.loads(row["progress"] or "{}")),
+            attempts=attempts,
+            submitted=bool(row["submitted"]),
+            sqsh_job_id=row["sqsh_job_id"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+
+def _attempt(row: sqlite3.Row) -> Attempt:
+    return Attempt(number=row["number"], **{k: row[k] for k in _ATTEMPT_FIELDS})
+
+
+def _statements(script: str) -> list[str]:
+    # Migrations are plain DDL without semicolons inside literals: split on ';'.
+    return [s.strip() for s in script.split(";") if s.strip()]

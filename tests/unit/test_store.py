@@ -1,0 +1,265 @@
+"""The SQLite job store: schema, round trips, policies and concurrent use."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tao_slurm_tui import config
+from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.services.store import MIGRATIONS, SCHEMA_VERSION, JobStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 1
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[JobStore]:
+    s = JobStore(tmp_path / "state.db", clock=Clock())
+    yield s
+    s.close()
+
+
+def record(job_id: str = "dino-1", profile: str = "sandbox", **kw: object) -> JobRecord:
+    return JobRecord(
+        id=job_id,
+        profile=profile,
+        spec={"name": job_id, "num_gpus": 4, "env": {"A": "1"}},
+        base_results_dir="/home/slurmtest/tao",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_fresh_file_is_migrated_and_private(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "state.db"
+    with JobStore(path) as s:
+        assert s.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
+    assert (path.stat().st_mode & 0o777) == 0o600
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"jobs", "attempts", "events"} <= tables
+    db.close()
+    # Reopening an up-to-date file changes nothing.
+    with JobStore(path) as s:
+        assert s.schema_version == SCHEMA_VERSION
+
+
+def test_default_path_lives_in_the_data_dir() -> None:
+    path = config.state_db_path()
+    with JobStore(path) as s:
+        assert s.path == path and path.exists()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    db.close()
+    with pytest.raises(OperationFailed, match="newer tao-slurm-tui"):
+        JobStore(path)
+
+
+def test_garbage_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(OperationFailed, match="move it aside"):
+        JobStore(path)
+
+
+def test_round_trip(store: JobStore) -> None:
+    progress = Progress(epoch=2, max_epoch=10, eta="0:10:00", kpi={"loss": 0.4}, status="RUNNING")
+    created = store.create_job(record(message="queued", progress=progress))
+    assert created.created_at > 0 and created.updated_at >= created.created_at
+    got = store.get("sandbox", "dino-1")
+    assert got == created
+    assert got is not None
+    assert got.spec == {"name": "dino-1", "num_gpus": 4, "env": {"A": "1"}}
+    assert got.progress == progress and got.progress.fraction == 0.2
+    assert got.status is TaoStatus.PENDING and not got.submitted
+    assert store.get("sandbox", "nope") is None
+    assert store.get("other", "dino-1") is None
+
+
+def test_attempts_and_submission(store: JobStore) -> None:
+    store.create_job(record())
+    first = Attempt(number=0, slurm_job_id="13", login_host="127.0.0.1")
+    job = store.mark_submitted("sandbox", "dino-1", first)
+    assert job.submitted and job.slurm_job_id == "13"
+    assert store.events("sandbox", "dino-1")[-1].kind == "submitted"
+    job = store.update_attempt(
+        "sandbox", "dino-1", 0, state="FAILED", exit_code="1:0", nodes="vm", retry_reason="NCCL"
+    )
+    assert job.attempts[0].state == "FAILED" and job.attempts[0].retry_reason == "NCCL"
+    job = store.add_attempt("sandbox", "dino-1", Attempt(number=1, slurm_job_id="14", restarts=1))
+    assert [a.slurm_job_id for a in job.attempts] == ["13", "14"]
+    assert job.retries == 2  # one resubmission plus one SLURM requeue
+    with pytest.raises(ValueError, match="already has an attempt 1"):
+        store.add_attempt("sandbox", "dino-1", Attempt(number=1, slurm_job_id="15"))
+    job = store.save_attempt("sandbox", "dino-1", Attempt(number=1, slurm_job_id="15"))
+    assert job.attempts[1].slurm_job_id == "15" and job.attempts[1].restarts == 0
+    with pytest.raises(KeyError):
+        store.update_attempt("sandbox", "dino-1", 7, state="X")
+    with pytest.raises(TypeError, match="unknown attempt field"):
+        store.update_attempt("sandbox", "dino-1", 0, password="x")
+
+
+def test_update_job_fields(store: JobStore) -> None:
+    store.create_job(record())
+    job = store.update_job(
+        "sandbox",
+        "dino-1",
+        status=TaoStatus.RUNNING,
+        slurm_state="RUNNING",
+        progress=Progress(epoch=1),
+        sqsh_job_id="12",
+    )
+    assert job.status is TaoStatus.RUNNING and job.progress.epoch == 1
+    job = store.update_job("sandbox", "dino-1", status="Error", progress={"eta": "1:00"})
+    assert job.status is TaoStatus.ERROR and job.progress.eta == "1:00"
+    with pytest.raises(TypeError, match="unknown job field"):
+        store.update_job("sandbox", "dino-1", ngc_key="secret")
+    with pytest.raises(KeyError):
+        store.update_job("sandbox", "ghost", message="x")
+    with pytest.raises(ValueError):
+        store.update_job("sandbox", "dino-1", status="Weird")
+
+
+def test_same_name_policy(store: JobStore) -> None:
+    store.create_job(record())
+    with pytest.raises(BadInput, match=r"still Pending.*another name"):
+        store.create_job(record())
+    store.update_job("sandbox", "dino-1", status=TaoStatus.COMPLETE)
+    with pytest.raises(BadInput, match=r"ended Complete.*another name"):
+        store.create_job(record())
+    # Another profile may use the name.
+    assert store.create_job(record(profile="other")).profile == "other"
+
+
+def test_list_active_and_delete(store: JobStore) -> None:
+    for name, status in (("a", TaoStatus.RUNNING), ("b", TaoStatus.COMPLETE), ("c", None)):
+        store.create_job(record(name))
+        if status:
+            store.update_job("sandbox", name, status=status)
+    store.create_job(record("z", profile="other"))
+    store.add_attempt("sandbox", "a", Attempt(number=0, slurm_job_id="1"))
+    assert [j.id for j in store.list_jobs("sandbox")] == ["a", "b", "c"]
+    assert [j.id for j in store.active("sandbox")] == ["a", "c"]
+    assert store.active("sandbox")[0].slurm_job_id == "1"
+    assert [j.id for j in store.list_jobs()] == ["a", "b", "c", "z"]
+    assert [j.id for j in store.list_jobs(include_terminal=False)] == ["a", "c", "z"]
+    store.add_event("sandbox", "a", "state", "RUNNING")
+    assert store.delete_job("sandbox", "a")
+    assert not store.delete_job("sandbox", "a")
+    assert store.get("sandbox", "a") is None and store.events("sandbox", "a") == []
+
+
+def test_events(store: JobStore) -> None:
+    store.create_job(record())
+    for i in range(5):
+        store.add_event("sandbox", "dino-1", "state", f"line {i}")
+    events = store.events("sandbox", "dino-1")
+    assert [e.text for e in events] == [f"line {i}" for i in range(5)]
+    assert [e.text for e in store.events("sandbox", "dino-1", limit=2)] == ["line 3", "line 4"]
+    assert events[0].seq < events[-1].seq and events[0].time < events[-1].time
+    with pytest.raises(KeyError):
+        store.add_event("sandbox", "ghost", "state", "x")
+
+
+def test_require(store: JobStore) -> None:
+    with pytest.raises(BadInput, match="no job 'ghost'"):
+        store.require("sandbox", "ghost")
+
+
+def test_two_stores_on_one_file_see_each_other(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    a, b = JobStore(path), JobStore(path)
+    try:
+        a.create_job(record())
+        assert b.get("sandbox", "dino-1") is not None
+        b.update_job("sandbox", "dino-1", status=TaoStatus.RUNNING)
+        assert a.get("sandbox", "dino-1").status is TaoStatus.RUNNING  # type: ignore[union-attr]
+        # Interleaved writers on the same job.
+        for i in range(20):
+            (a if i % 2 else b).add_event("sandbox", "dino-1", "tick", str(i))
+        assert [e.text for e in a.events("sandbox", "dino-1")] == [str(i) for i in range(20)]
+    finally:
+        a.close()
+        b.close()
+
+
+WRITER = """
+import sys
+from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.core.models import Attempt
+store = JobStore(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    store.add_event("sandbox", "dino-1", "child", str(i))
+    store.update_attempt("sandbox", "dino-1", 0, elapsed=str(i))
+store.close()
+"""
+
+
+def test_writer_in_a_subprocess_interleaves_with_this_one(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = JobStore(path)
+    store.create_job(record())
+    store.add_attempt("sandbox", "dino-1", Attempt(number=0, slurm_job_id="1"))
+    n = 150
+    child = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n)])
+    try:
+        for i in range(n):
+            store.add_event("sandbox", "dino-1", "parent", str(i))
+            store.update_job("sandbox", "dino-1", message=str(i))
+    finally:
+        assert child.wait(timeout=60) == 0
+    events = store.events("sandbox", "dino-1")
+    assert sum(e.kind == "child" for e in events) == n
+    assert sum(e.kind == "parent" for e in events) == n
+    job = store.get("sandbox", "dino-1")
+    assert job is not None
+    assert job.message == str(n - 1) and job.attempts[0].elapsed == str(n - 1)
+    store.close()
+
+
+def test_threads_share_one_store(store: JobStore) -> None:
+    store.create_job(record())
+    errors: list[BaseException] = []
+
+    def work(tag: str) -> None:
+        try:
+            for i in range(50):
+                store.add_event("sandbox", "dino-1", tag, str(i))
+                store.get("sandbox", "dino-1")
+        except BaseException as exc:  # collected and re-raised by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(store.events("sandbox", "dino-1")) == 200
+
+
+def test_failed_write_rolls_back(store: JobStore) -> None:
+    twice = [Attempt(number=0, slurm_job_id="1"), Attempt(number=0, slurm_job_id="2")]
+    with pytest.raises(ValueError, match="already has an attempt 0"):
+        store.create_job(record(attempts=twice))
+    # The job row written before the failing attempt is gone too.
+    assert store.get("sandbox", "dino-1") is None
+    assert store.create_job(record()).attempts == []
