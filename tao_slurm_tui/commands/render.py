@@ -1,17 +1,37 @@
-"""``tao-slurm-tui render``."""
+"""``tao-slurm-tui render SPEC.toml``: print the batch script of a spec, with no network.
+
+Partition limits come from the packaged list; partition/account fallbacks, the container
+runtime and the results root come from the selected profile. A bad spec exits 2 naming the
+field.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.errors import OperationFailed
+from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
+from tao_slurm_tui.core.spec import load_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``render``."""
+    parser.add_argument("spec", metavar="SPEC.toml", help="job spec file")
+    parser.add_argument(
+        "--entrypoint",
+        action="store_true",
+        help="print the staged entrypoint (the spec's command) instead of the batch script",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Run ``render``."""
-    raise OperationFailed("'render' is not available yet in this build.")
+    """Run ``render``.
+
+    Raises:
+        BadInput: the spec is missing, not TOML, invalid, or asks for more than its partition
+            allows.
+    """
+    spec = load_spec(args.spec)
+    text = render_entrypoint(spec) if args.entrypoint else render_sbatch(spec, ctx.profile)
+    ctx.stdout.write(text)
+    return 0

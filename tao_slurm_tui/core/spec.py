@@ -1,0 +1,460 @@
+"""The job spec (``SPEC.toml``): a validated pydantic model and its error messages.
+
+Defaults are the platform's (1 node, 4 GPUs per node, 16 CPUs per task, 4 h wall time, 3.8 h
+timeout, ``/lustre`` mounted, requeue on, SQSH on). Unknown keys are errors, never ignored.
+Every error names the field and what is allowed, in words a user can act on:
+:func:`load_spec` raises :class:`~tao_slurm_tui.errors.BadInput` with one sentence, and
+:func:`spec_errors` maps field → message for the composer's inline validation.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tomli_w
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from tao_slurm_tui.core import images, storage
+from tao_slurm_tui.core.shaping import Shape, shape_resources
+from tao_slurm_tui.errors import BadInput
+
+if TYPE_CHECKING:
+    from tao_slurm_tui.config import Profile
+
+NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
+_NAME_RE = re.compile(rf"^{NAME_PATTERN}$")
+_PARTITION_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_ACCOUNT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MOUNT_FLAGS_RE = re.compile(r"^[a-z+]+$")
+
+TIMEOUT_FRACTION = 0.95
+"""When only ``time_hours`` is given, the command may run this fraction of it (4 h → 3.8 h)."""
+
+RESERVED_ENV = frozenset(
+    {
+        "TAO_API_RESULTS_DIR",
+        "TAO_JOB_ID",
+        "WORLD_SIZE",
+        "NUM_GPU_PER_NODE",
+        "MASTER_ADDR",
+        "NODE_RANK",
+    }
+)
+"""Variables the sbatch script sets itself; a spec may not override them."""
+
+SECRET_ENV = frozenset({"NGC_KEY", "NGC_API_KEY", "NGC_CLI_API_KEY"})
+"""Secrets that must never be written into a staged file: they go through ``creds install``."""
+
+
+def _no_bool(value: Any) -> Any:
+    # pydantic's lax mode turns true into 1; in a spec that is always a mistake.
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {str(value).lower()}")
+    return value
+
+
+class JobSpec(BaseModel):
+    """One TAO job, as written in ``SPEC.toml``."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    name: str
+    """Stable job id and SLURM job name: 1-64 letters, digits, ``.``, ``_``, ``-``."""
+    image: str
+    """Container image: ``/path/image.sqsh``, ``registry#image:tag``,
+    ``docker://registry#image:tag`` or ``registry/image:tag``."""
+    command: str
+    """A bash command line (pipes, loops, redirects work), staged as ``entrypoints/job_<id>.sh``."""
+    num_nodes: int = Field(default=1, ge=1, le=1024)
+    """Nodes to run on."""
+    num_gpus: int = Field(default=4, ge=0, le=1024)
+    """GPUs per node; at or above the node's maximum the request becomes exclusive nodes."""
+    cpus_per_task: int = Field(default=16, ge=1, le=4096)
+    """CPUs per rank's data loaders."""
+    time_hours: float = Field(default=4.0, gt=0, le=24 * 365)
+    """Wall time (``--time``); never more than the partition's MaxTime."""
+    timeout_hours: float = Field(default=3.8, gt=0, le=24 * 365)
+    """The command is stopped after this long (below ``time_hours``) and, with requeue on,
+    the job is requeued to resume."""
+    partition: str = ""
+    """Partition or comma list; empty: the profile's."""
+    account: str = ""
+    """``--account``; empty: the profile's (or none)."""
+    container_mounts: list[str] = Field(default_factory=lambda: ["/lustre"])
+    """Pyxis mounts, ``/src`` or ``/src:/dst[:flags]``."""
+    use_requeue: bool = True
+    """``#SBATCH --requeue`` and requeue on timeout or infrastructure failure."""
+    use_sqsh: bool = True
+    """Convert the image to a cached SQSH file before the job runs."""
+    inputs: list[str] = Field(default_factory=list)
+    """Data paths checked with ``test -e`` before submission (``lustre:///...`` or absolute)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables exported into the container."""
+    specs: dict[str, Any] = Field(default_factory=dict)
+    """TAO experiment spec, staged as ``specs/<name>.json``; path values are converted."""
+
+    # ------------------------------------------------------------------ field rules
+
+    @field_validator(
+        "num_nodes", "num_gpus", "cpus_per_task", "time_hours", "timeout_hours", mode="before"
+    )
+    @classmethod
+    def _numbers_not_bools(cls, value: Any) -> Any:
+        return _no_bool(value)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if value in {".", ".."}:
+            raise ValueError(f"cannot be {value!r}: it would name a parent directory")
+        if not _NAME_RE.match(value):
+            raise ValueError(f"must be 1-64 letters, digits, '.', '_' or '-' (got {value!r})")
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _check_image(cls, value: str) -> str:
+        try:
+            images.parse_image(value)
+        except images.ImageError as exc:
+            raise ValueError(f"is invalid: {exc}") from None
+        return value.strip()
+
+    @field_validator("command")
+    @classmethod
+    def _check_command(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty: give the bash command line to run")
+        if "\0" in value:
+            raise ValueError("must not contain a NUL character")
+        return value
+
+    @field_validator("timeout_hours")
+    @classmethod
+    def _check_timeout(cls, value: float, info: ValidationInfo) -> float:
+        time_hours = info.data.get("time_hours")
+        if time_hours is not None and value >= time_hours:
+            raise ValueError(
+                f"must be below time_hours ({time_hours:g}) so the job can requeue itself "
+                f"before SLURM's time limit (got {value:g})"
+            )
+        return value
+
+    @field_validator("partition")
+    @classmethod
+    def _check_partition(cls, value: str) -> str:
+        value = value.strip()
+        if value:
+            for part in value.split(","):
+                if not _PARTITION_RE.match(part.strip()):
+                    raise ValueError(
+                        "must be a partition name or a comma list of names "
+                        f"(letters, digits, '.', '_', '-'; got {value!r})"
+                    )
+            value = ",".join(p.strip() for p in value.split(","))
+        return value
+
+    @field_validator("account")
+    @classmethod
+    def _check_account(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _ACCOUNT_RE.match(value):
+            raise ValueError(
+                f"must be an account name (letters, digits, '.', '_', '-'; got {value!r})"
+            )
+        return value
+
+    @field_validator("container_mounts")
+    @classmethod
+    def _check_mounts(cls, value: list[str]) -> list[str]:
+        for i, mount in enumerate(value):
+            parts = mount.split(":")
+            ok = (
+                1 <= len(parts) <= 3
+                and not any(ch.isspace() or ch in ",'\"$`\\" for ch in mount)
+                and parts[0].startswith("/")
+                and (len(parts) < 2 or parts[1].startswith("/"))
+                and (len(parts) < 3 or bool(_MOUNT_FLAGS_RE.match(parts[2])))
+            )
+            if not ok:
+                raise ValueError(
+                    f"item {i + 1} ({mount!r}) must be an absolute path '/src' or "
+                    "'/src:/dst[:flags]' without spaces, commas or quotes"
+                )
+        return value
+
+    @field_validator("inputs")
+    @classmethod
+    def _check_inputs(cls, value: list[str]) -> list[str]:
+        for i, item in enumerate(value):
+            try:
+                storage.convert_path(item)
+            except storage.PathError as exc:
+                raise ValueError(f"has an invalid item {i + 1}: {exc}") from None
+        return value
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_scalars(cls, value: Any) -> Any:
+        # TOML gives numbers and booleans; the environment only has strings.
+        if isinstance(value, Mapping):
+            out: dict[Any, Any] = {}
+            for key, item in value.items():
+                if isinstance(item, bool):
+                    out[key] = "true" if item else "false"
+                elif isinstance(item, int | float):
+                    out[key] = str(item)
+                else:
+                    out[key] = item
+            return out
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not _ENV_KEY_RE.match(key):
+                raise ValueError(
+                    f"has key {key!r}, which is not a valid variable name "
+                    "(letter or '_', then letters, digits or '_')"
+                )
+            if key in RESERVED_ENV:
+                raise ValueError(f"may not set {key!r}: the job script sets it itself")
+            if key.upper() in SECRET_ENV:
+                raise ValueError(
+                    f"may not set {key!r}, a secret that would be written into the job files; "
+                    "install it with 'tao-slurm-tui creds install' instead"
+                )
+            if "\0" in item:
+                raise ValueError(f"has a NUL character in the value of {key!r}")
+        return value
+
+    @field_validator("specs")
+    @classmethod
+    def _check_specs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for where, item in _walk(value, "specs"):
+            if storage.looks_like_cluster_path(item):
+                try:
+                    storage.convert_path(item)
+                except storage.PathError as exc:
+                    raise ValueError(f"has an invalid path at {where}: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _derive_timeout(self) -> JobSpec:
+        # A spec that shortens time_hours without a timeout gets the platform's ratio
+        # (4 h → 3.8 h) instead of failing on the 3.8 h default.
+        if "time_hours" in self.model_fields_set and "timeout_hours" not in self.model_fields_set:
+            self.timeout_hours = round(self.time_hours * TIMEOUT_FRACTION, 4)
+        return self
+
+    # ------------------------------------------------------------------ derived values
+
+    @property
+    def image_ref(self) -> images.ImageRef:
+        """The parsed image."""
+        return images.parse_image(self.image)
+
+    def resolved_inputs(self) -> list[str]:
+        """``inputs`` as cluster paths (``lustre:///x`` → ``/x``)."""
+        return [storage.convert_path(item) for item in self.inputs]
+
+    def resolved_specs(self) -> dict[str, Any]:
+        """A copy of ``specs`` with every path-like string converted to its cluster path."""
+        converted: dict[str, Any] = _convert_tree(copy.deepcopy(self.specs))
+        return converted
+
+    def paths_to_check(self) -> list[str]:
+        """Every cluster path to ``test -e`` before submission: inputs, then paths in specs."""
+        seen: dict[str, None] = {}
+        for path in self.resolved_inputs():
+            seen.setdefault(path, None)
+        for _, item in _walk(self.specs, "specs"):
+            if storage.looks_like_cluster_path(item):
+                seen.setdefault(storage.convert_path(item), None)
+        return list(seen)
+
+    def shape(self, *, max_gpus_per_node: int = 8, max_cpus_per_task: int = 128) -> Shape:
+        """The SLURM resource request (see :mod:`tao_slurm_tui.core.shaping`)."""
+        return shape_resources(
+            self.num_nodes,
+            self.num_gpus,
+            self.cpus_per_task,
+            max_gpus_per_node=max_gpus_per_node,
+            max_cpus_per_task=max_cpus_per_task,
+        )
+
+    def effective_partition(self, profile: Profile) -> str:
+        """The spec's partition, or the profile's."""
+        return self.partition or ",".join(profile.partitions)
+
+    def effective_account(self, profile: Profile) -> str:
+        """The spec's account, or the profile's."""
+        return self.account or profile.account.strip()
+
+    def to_toml(self) -> str:
+        """The spec as TOML text (for the composer's Save)."""
+        return tomli_w.dumps(self.model_dump(mode="json"))
+
+
+# ---------------------------------------------------------------------- [specs] helpers
+
+
+def _walk(tree: Any, where: str) -> list[tuple[str, Any]]:
+    """Every leaf of a nested dict/list with its dotted location."""
+    out: list[tuple[str, Any]] = []
+    if isinstance(tree, Mapping):
+        for key, item in tree.items():
+            out.extend(_walk(item, f"{where}.{key}"))
+    elif isinstance(tree, list):
+        for i, item in enumerate(tree):
+            out.extend(_walk(item, f"{where}[{i}]"))
+    else:
+        out.append((where, tree))
+    return out
+
+
+def _convert_tree(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {key: _convert_tree(item) for key, item in tree.items()}
+    if isinstance(tree, list):
+        return [_convert_tree(item) for item in tree]
+    if storage.looks_like_cluster_path(tree):
+        return storage.convert_path(tree)
+    return tree
+
+
+# ---------------------------------------------------------------------- error messages
+
+FIELDS: tuple[str, ...] = tuple(JobSpec.model_fields)
+"""The spec's keys, in file order."""
+
+_TYPE_WORDS = {
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be a table",
+}
+
+
+def _message(error: ErrorDetails) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    loc = error["loc"]
+    item = ""
+    if len(loc) > 1:
+        item = f"item {int(loc[1]) + 1} " if isinstance(loc[1], int) else f"key {loc[1]!r} "
+    if kind == "extra_forbidden":
+        return f"is not a known field; allowed fields: {', '.join(FIELDS)}"
+    if kind == "missing":
+        return "is required"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        words = {
+            "greater_than_equal": "at least",
+            "greater_than": "above",
+            "less_than_equal": "at most",
+            "less_than": "below",
+        }[kind]
+        limit = next(iter(ctx.values()), "?")
+        return f"must be {words} {limit} (got {error.get('input')!r})"
+    if kind in _TYPE_WORDS:
+        got = error.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        return f"{item}{_TYPE_WORDS[kind]}{shown}"
+    return f"{item}is invalid: {error['msg']}"
+
+
+def _errors_by_field(exc: ValidationError) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for error in exc.errors():
+        loc = error["loc"]
+        field = str(loc[0]) if loc else "spec"
+        out.setdefault(field, _message(error))
+    return out
+
+
+def spec_errors(data: Mapping[str, Any]) -> dict[str, str]:
+    """Validate ``data`` and return field → message (empty when valid), for inline validation.
+
+    Messages are phrases meant to follow the field's name ("must be below time_hours (4)").
+    """
+    try:
+        JobSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        return _errors_by_field(exc)
+    return {}
+
+
+def validate_spec(data: Mapping[str, Any], *, source: str = "spec") -> JobSpec:
+    """Validate ``data`` as a spec.
+
+    Raises:
+        BadInput: one sentence naming ``source``, the first bad field and what is allowed.
+    """
+    try:
+        return JobSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        errors = _errors_by_field(exc)
+        field, message = next(iter(errors.items()))
+        more = len(errors) - 1
+        suffix = f" ({more} more field{'s' if more > 1 else ''} with problems)" if more else ""
+        raise BadInput(f"{source}: field '{field}' {message}{suffix}.") from None
+
+
+def parse_spec_text(text: str, *, source: str = "spec") -> JobSpec:
+    """Parse TOML text as a spec.
+
+    Raises:
+        BadInput: not TOML, or not a valid spec.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{source}: not valid TOML ({exc}); fix the file and try again.") from None
+    return validate_spec(data, source=source)
+
+
+def load_spec(path: str | Path) -> JobSpec:
+    """Read and validate a ``SPEC.toml`` file.
+
+    Raises:
+        BadInput: unreadable file, bad TOML, or an invalid field (one sentence naming the file,
+            the field and what is allowed).
+    """
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{file}: no such spec file; check the path.") from None
+    except IsADirectoryError:
+        raise BadInput(f"{file}: is a directory, not a spec file.") from None
+    except OSError as exc:
+        raise BadInput(f"{file}: cannot read the spec file ({exc.strerror}).") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{file}: the spec file is not UTF-8 text.") from None
+    return parse_spec_text(text, source=str(file))

@@ -1,0 +1,85 @@
+"""``tao-slurm-tui render``: prints the script with no network; a bad spec exits 2."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tao_slurm_tui.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "examples" / "train-demo.toml"
+
+SANDBOX_CONFIG = """
+default_profile = "sandbox"
+[profiles.sandbox]
+user = "slurmtest"
+hostnames = ["127.0.0.1"]
+port = 2222
+partition = "polar"
+base_results_dir = "/home/slurmtest/tao"
+container_runtime = "none"
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(SANDBOX_CONFIG, encoding="utf-8")
+    return path
+
+
+def test_render_demo_spec(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(config), "render", str(DEMO)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#!/bin/bash\n")
+    assert "#SBATCH --job-name=train-demo" in out
+    assert "#SBATCH --partition=polar" in out
+    assert "#SBATCH --output=/home/slurmtest/tao/slurm-logs/%x-%j/main.out" in out
+    assert "--container-image" not in out  # runtime none
+    result = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_render_entrypoint(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(config), "render", "--entrypoint", str(DEMO)]) == 0
+    out = capsys.readouterr().out
+    assert "for e in 1 2 3" in out
+    result = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_render_without_a_config_uses_the_platform_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["render", str(DEMO)]) == 0
+    out = capsys.readouterr().out
+    assert "--container-image=nvcr.io#nvidia/tao/tao-toolkit:6.26.3-pyt" in out
+
+
+def test_bad_spec_exits_2_naming_the_field(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "bad.toml"
+    spec.write_text('name = "x"\nimage = "nvcr.io/a/b:t"\ncommand = "c"\nnum_nodes = 0\n')
+    assert main(["--config", str(config), "render", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "'num_nodes'" in err and "at least 1" in err
+    assert "Traceback" not in err
+
+
+def test_time_above_partition_limit_exits_2(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "long.toml"
+    spec.write_text('name = "x"\nimage = "nvcr.io/a/b:t"\ncommand = "c"\ntime_hours = 12\n')
+    assert main(["--config", str(config), "render", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "'polar'" in err and "4 h" in err
+
+
+def test_missing_spec_file_exits_2(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(config), "render", "/nonexistent/spec.toml"]) == 2
+    assert "no such spec file" in capsys.readouterr().err

@@ -1,0 +1,485 @@
+"""Exactly-once submission and SQSH planning against a scripted fake connection (no network)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.images import parse_image
+from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
+from tao_slurm_tui.remote.connection import CommandTimeout, ConnectionLost
+from tao_slurm_tui.services import images
+from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.services.submit import (
+    Submitter,
+    check_paths_command,
+    parse_missing,
+    parse_reconcile,
+    parse_submitted,
+    sbatch_command,
+)
+
+NOW = "2026-11-29T21:00:00"
+
+
+@dataclass
+class Result:
+    command: str
+    exit_status: int
+    stdout: str = ""
+    stderr: str = ""
+    host: str = "login1"
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+Handler = Callable[[str], Result]
+
+
+class FakeConn:
+    """Answers commands by what they start with; records everything."""
+
+    def __init__(self) -> None:
+        self.host = "login1"
+        self.commands: list[str] = []
+        self.uploads: dict[str, tuple[str, int]] = {}
+        self.sbatch: list[Handler] = []
+        """One handler per expected sbatch run, in order."""
+        self.reconcile: list[str] = []
+        """squeue rows (``id|state|submit|reason``) the reconcile sees, per lookup."""
+        self.missing: list[str] = []
+        self.maxtime = "04:00:00"
+        self.probe = "MAGIC=\nINFLIGHT=\n"
+        self.on_sbatch: Callable[[], None] | None = None
+
+    async def run(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        input: str | None = None,
+        timeout: float | None = None,
+        check: bool = False,
+        retry_on_drop: bool = True,
+    ) -> Result:
+        text = cmd if isinstance(cmd, str) else " ".join(cmd)
+        self.commands.append(text)
+        if text.startswith("scontrol show partition"):
+            out = f"PartitionName=polar Default=YES MaxTime={self.maxtime} State=UP\n@@sinfo\n"
+            return Result(text, 0, out)
+        if text.startswith('printf "NOW='):
+            return Result(text, 0, "NOW=1\n" + "".join(f"MISSING={p}\n" for p in self.missing))
+        if text.startswith("out=$(sbatch"):
+            assert not retry_on_drop, "sbatch must never be re-run by the transport"
+            if self.on_sbatch:
+                self.on_sbatch()
+            return self.sbatch.pop(0)(text)
+        if text.startswith('printf "@@now'):
+            rows = self.reconcile.pop(0) if self.reconcile else ""
+            return Result(text, 0, f"@@now {NOW}\n@@squeue rc=0\n{rows}\n@@sacct rc=0\n\n")
+        if text.startswith('printf "MAGIC='):
+            return Result(text, 0, self.probe)
+        return Result(text, 0, "")
+
+    async def upload_text(self, path: str, content: str, *, mode: int = 0o644) -> None:
+        self.uploads[path] = (content, mode)
+
+    def count(self, prefix: str) -> int:
+        return sum(1 for c in self.commands if c.startswith(prefix))
+
+
+def ok(job_id: str) -> Handler:
+    return lambda cmd: Result(cmd, 0, f"TAO_SUBMITTED={job_id}\n")
+
+
+def drop(cmd: str) -> Result:
+    raise ConnectionLost("The connection to login1 dropped while `sbatch` was running.")
+
+
+def rejected(message: str) -> Handler:
+    return lambda cmd: Result(
+        cmd, 1, "", f"sbatch: error: Batch job submission failed: {message}\n"
+    )
+
+
+@pytest.fixture
+def profile() -> Profile:
+    return Profile(
+        user="alice",
+        hostnames=["login1"],
+        partition="polar",
+        base_results_dir="/lustre/alice",
+        container_runtime="none",
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return JobStore(tmp_path / "state.db")
+
+
+def make_spec(**over: Any) -> JobSpec:
+    data: dict[str, Any] = {
+        "name": "job-1",
+        "image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt",
+        "command": "echo hi",
+        "use_sqsh": False,
+        "time_hours": 2,
+    }
+    data.update(over)
+    return JobSpec.model_validate(data)
+
+
+async def no_sleep(_: float) -> None:
+    return None
+
+
+def submitter(conn: FakeConn, store: JobStore, profile: Profile) -> Submitter:
+    return Submitter(conn, store, "p", profile, sleep=no_sleep)
+
+
+# ----------------------------------------------------------------------------------- pure
+
+
+def test_sbatch_command_holds_makes_the_log_dir_and_releases() -> None:
+    cmd = sbatch_command("/b/sbatch/job_x.sbatch", "/b/slurm-logs/x-", ["--exclude=n1"])
+    assert "sbatch --parsable --export=ALL --hold --exclude=n1 /b/sbatch/job_x.sbatch" in cmd
+    hold, mkdir, release = (cmd.index(s) for s in ("--hold", "mkdir -p", "scontrol release"))
+    assert hold < mkdir < release
+    assert 'mkdir -p -- /b/slurm-logs/x-"$id"' in cmd
+
+
+def test_parse_submitted_bare_and_cluster_forms() -> None:
+    assert parse_submitted("TAO_SUBMITTED=13\n") == "13"
+    assert parse_submitted("TAO_SUBMITTED=13;taotest\n") == "13"
+    assert parse_submitted("") == ""
+
+
+def test_check_paths_lists_every_missing_path() -> None:
+    cmd = check_paths_command(["/a b", "/c'd"])
+    assert "'/a b'" in cmd and "test -e" in cmd
+    assert parse_missing("NOW=1\nMISSING=/a b\nMISSING=/x\n") == ["/a b", "/x"]
+
+
+def test_parse_reconcile_filters() -> None:
+    output = (
+        f"@@now {NOW}\n@@squeue rc=0\n"
+        "40|PENDING|2026-11-29T20:59:50|JobHeldUser\n"
+        "39|FAILED|2026-11-29T20:59:40|BadConstraints\n"
+        "12|COMPLETED|2026-11-29T18:00:00|None\n"
+        "41|PENDING|2026-11-29T20:59:55|None\n"
+        "@@sacct rc=0\n"
+        "38|FAILED|2026-11-29T20:59:30|None assigned\n"
+    )
+    answered, found = parse_reconcile(output, window_seconds=120, exclude_ids=["41"])
+    assert answered
+    # 41 is a known attempt, 39/38 rejected records, 12 too old: only 40 is adoptable.
+    assert found == [("40", "PENDING")]
+    assert parse_reconcile("@@squeue rc=1\n@@sacct rc=1\n", window_seconds=5) == (False, [])
+
+
+# ----------------------------------------------------------------------------------- submit
+
+
+async def test_record_exists_before_sbatch_and_is_marked_after(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("77")]
+    seen: list[tuple[bool, bool]] = []
+
+    def check() -> None:
+        rec = store.get("p", "job-1")
+        seen.append((rec is not None, bool(rec and rec.submitted)))
+
+    conn.on_sbatch = check
+    stages: list[str] = []
+    result = await submitter(conn, store, profile).submit(
+        make_spec(), on_progress=lambda s, d: stages.append(s)
+    )
+    assert seen == [(True, False)]
+    assert result.slurm_job_id == "77" and result.job_dir == "/lustre/alice"
+    rec = store.require("p", "job-1")
+    assert rec.submitted and rec.attempts[0].number == 0
+    assert rec.attempts[0].slurm_job_id == "77" and rec.attempts[0].login_host == "login1"
+    assert stages[0] == "checking inputs" and stages[-1] == "done"
+    assert {"staging", "sbatch"} <= set(stages)
+    # The layout, each file through the atomic upload; env is private.
+    up = conn.uploads
+    assert up["/lustre/alice/env/job-1.json"][1] == 0o600
+    for path in (
+        "/lustre/alice/specs/job-1.json",
+        "/lustre/alice/meta/job-1.json",
+        "/lustre/alice/entrypoints/job_job-1.sh",
+        "/lustre/alice/sbatch/job_job-1.sbatch",
+    ):
+        assert path in up
+    assert conn.count("out=$(sbatch") == 1
+
+
+async def test_lost_connection_adopts_the_job_found_by_name(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [drop]
+    conn.reconcile = ["55|PENDING|2026-11-29T20:59:59|JobHeldUser"]
+    result = await submitter(conn, store, profile).submit(make_spec())
+    assert result.slurm_job_id == "55" and result.adopted
+    assert conn.count("out=$(sbatch") == 1  # no second sbatch
+    adopt = [c for c in conn.commands if "scontrol release '55'" in c or "release 55" in c]
+    assert adopt and "mkdir -p -- /lustre/alice/slurm-logs/job-1-55" in adopt[0]
+    rec = store.require("p", "job-1")
+    assert rec.submitted and rec.slurm_job_id == "55"
+    assert any("adopted" in w for w in result.warnings)
+
+
+async def test_lost_connection_without_a_job_submits_once_more(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [drop, ok("60")]
+    conn.reconcile = ["", "", ""]
+    result = await submitter(conn, store, profile).submit(make_spec())
+    assert result.slurm_job_id == "60" and not result.adopted
+    assert conn.count("out=$(sbatch") == 2
+    # The reconcile looked before the retry (after every delay, as sbatch may still be running).
+    first_retry = [i for i, c in enumerate(conn.commands) if c.startswith("out=$(sbatch")][1]
+    assert any(c.startswith('printf "@@now') for c in conn.commands[:first_retry])
+
+
+async def test_timeout_then_job_appears_late_is_adopted(store: JobStore, profile: Profile) -> None:
+    conn = FakeConn()
+
+    def timeout(cmd: str) -> Result:
+        raise CommandTimeout("sbatch did not finish")
+
+    conn.sbatch = [timeout]
+    conn.reconcile = ["", "61|PENDING|2026-11-29T20:59:59|None"]
+    result = await submitter(conn, store, profile).submit(make_spec())
+    assert result.slurm_job_id == "61" and conn.count("out=$(sbatch") == 1
+
+
+async def test_unreachable_cluster_during_reconcile_leaves_job_unsubmitted(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [drop]
+    original = conn.run
+
+    async def failing(cmd: Any, **kw: Any) -> Result:
+        if isinstance(cmd, str) and cmd.startswith('printf "@@now'):
+            raise ConnectionLost("down")
+        return await original(cmd, **kw)
+
+    conn.run = failing  # type: ignore[method-assign]
+    with pytest.raises(OperationFailed, match="run submit again"):
+        await submitter(conn, store, profile).submit(make_spec())
+    rec = store.require("p", "job-1")
+    assert not rec.submitted
+    assert conn.count("out=$(sbatch") == 1
+
+
+async def test_rejected_sbatch_surfaces_slurm_and_can_be_fixed(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [rejected("Invalid account or account/partition combination specified")]
+    with pytest.raises(OperationFailed, match="Invalid account or account/partition"):
+        await submitter(conn, store, profile).submit(make_spec(account="nosuch"))
+    rec = store.require("p", "job-1")
+    assert not rec.submitted and rec.status is TaoStatus.ERROR
+    assert "Invalid account" in rec.message
+    # Same name, fixed spec: the old record is replaced after a reconcile found nothing.
+    conn.sbatch = [ok("90")]
+    result = await submitter(conn, store, profile).submit(make_spec())
+    assert result.slurm_job_id == "90"
+    assert store.require("p", "job-1").submitted
+
+
+async def test_earlier_try_that_reached_slurm_is_adopted_on_resubmit(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [drop]
+
+    async def unreachable(*a: Any, **k: Any) -> Any:
+        raise OperationFailed("no host")
+
+    sub = submitter(conn, store, profile)
+    sub._lookup = unreachable  # type: ignore[method-assign]
+    with pytest.raises(TaoError):
+        await sub.submit(make_spec())
+    conn.reconcile = ["70|RUNNING|2026-11-29T20:59:59|vm"]
+    result = await submitter(conn, store, profile).submit(make_spec())
+    assert result.slurm_job_id == "70" and result.adopted
+    assert conn.count("out=$(sbatch") == 1
+
+
+async def test_a_submitted_name_is_refused(store: JobStore, profile: Profile) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("1")]
+    await submitter(conn, store, profile).submit(make_spec())
+    with pytest.raises(BadInput, match="another name"):
+        await submitter(conn, store, profile).submit(make_spec())
+
+
+async def test_missing_inputs_listed_at_once_and_nothing_staged(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.missing = ["/lustre/a", "/lustre/b"]
+    spec = make_spec(inputs=["lustre:///lustre/a", "/lustre/b", "/lustre/c"])
+    with pytest.raises(BadInput, match="/lustre/a, /lustre/b"):
+        await submitter(conn, store, profile).submit(spec)
+    checks = [c for c in conn.commands if c.startswith('printf "NOW=')]
+    assert len(checks) == 1 and all(p in checks[0] for p in ("/lustre/a", "/lustre/b", "/lustre/c"))
+    assert conn.uploads == {} and store.get("p", "job-1") is None
+    assert not any(c.startswith("mkdir") for c in conn.commands)
+
+
+async def test_wall_time_checked_against_the_real_maxtime(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.maxtime = "01:30:00"  # the packaged list would allow 4 h
+    with pytest.raises(BadInput, match=r"MaxTime 1\.5 h"):
+        await submitter(conn, store, profile).submit(make_spec(time_hours=2))
+    assert conn.uploads == {}
+
+
+async def test_dry_run_stages_nothing(store: JobStore, profile: Profile) -> None:
+    conn = FakeConn()
+    result = await submitter(conn, store, profile).submit(make_spec(), dry_run=True)
+    assert result.dry_run and "#SBATCH --job-name=job-1" in result.script
+    assert conn.uploads == {} and store.get("p", "job-1") is None
+    assert conn.count("out=$(sbatch") == 0
+
+
+async def test_resubmit_excludes_nodes_and_known_attempts(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("100")]
+    sub = submitter(conn, store, profile)
+    await sub.submit(make_spec())
+    conn.sbatch = [drop]
+    # Only the known attempt 100 carries the name: it must not be adopted; then a new job is.
+    conn.reconcile = ["100|FAILED|2026-11-29T20:59:59|vm"] * 3
+    conn.sbatch.append(ok("101"))
+    job = store.require("p", "job-1")
+    attempt = await sub.resubmit(job, exclude_nodes=["vm"], reason="NODE_FAIL")
+    assert attempt.number == 1 and attempt.slurm_job_id == "101"
+    assert "#SBATCH --exclude=vm" in conn.uploads["/lustre/alice/sbatch/job_job-1.sbatch"][0]
+    rec = store.require("p", "job-1")
+    assert [a.slurm_job_id for a in rec.attempts] == ["100", "101"]
+    assert rec.attempts[1].retry_reason == "NODE_FAIL"
+
+
+# ----------------------------------------------------------------------------------- sqsh
+
+
+def test_conversion_script_is_job_scoped_and_checks_magic() -> None:
+    ref = parse_image("nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt")
+    name = images.conversion_job_name(ref)
+    assert name == images.conversion_job_name(
+        parse_image("docker://nvcr.io#nvidia/tao/tao-toolkit:6.26.3-pyt")
+    )
+    script = images.render_conversion_script(
+        ref, "/c/x.sqsh", job_name=name, partition="polar", log_path="/b/slurm-logs/x-%j.out"
+    )
+    assert f"#SBATCH --job-name={name}" in script
+    assert 'ENROOT_TEMP_PATH="${TMPDIR:-/tmp}/tao-enroot-${SLURM_JOB_ID}"' in script
+    assert 'enroot import -o "$partial" "$uri"' in script
+    assert "uri=docker://nvcr.io#nvidia/tao/tao-toolkit:6.26.3-pyt" in script.replace("'", "")
+    assert (
+        script.index("enroot import")
+        < script.index("!= hsqs")
+        < script.index('mv -f -- "$partial"')
+    )
+
+
+def test_probe_parsing() -> None:
+    assert images.parse_probe("MAGIC=hsqs\nINFLIGHT=\n") == (True, [])
+    assert images.parse_probe("MAGIC=\nINFLIGHT=12 13 \n") == (False, ["12", "13"])
+
+
+async def test_sqsh_conversion_submitted_and_training_depends_afterany(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("201")]
+    original = conn.run
+
+    async def run(cmd: Any, **kw: Any) -> Result:
+        if isinstance(cmd, str) and cmd.startswith("sbatch --parsable --export=ALL"):
+            return Result(cmd, 0, "200\n")
+        return await original(cmd, **kw)
+
+    conn.run = run  # type: ignore[method-assign]
+    result = await submitter(conn, store, profile).submit(make_spec(use_sqsh=True))
+    assert result.sqsh_job_id == "200" and result.slurm_job_id == "201"
+    script = conn.uploads["/lustre/alice/sbatch/job_job-1.sbatch"][0]
+    assert "#SBATCH --dependency=afterany:200" in script
+    assert "falling back to the registry image" in script
+    assert any("falls back" in w for w in result.warnings)
+    events = [e.kind for e in store.events("p", "job-1")]
+    assert "sqsh" in events
+    assert store.require("p", "job-1").sqsh_job_id == "200"
+
+
+async def test_sqsh_conversion_in_flight_is_waited_for_not_duplicated(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.probe = "MAGIC=\nINFLIGHT=150\n"
+    conn.sbatch = [ok("151")]
+    result = await submitter(conn, store, profile).submit(make_spec(use_sqsh=True))
+    assert result.sqsh_job_id == "150"
+    assert not any(c.startswith("sbatch --parsable") for c in conn.commands)
+    assert "afterany:150" in conn.uploads["/lustre/alice/sbatch/job_job-1.sbatch"][0]
+
+
+async def test_valid_cache_is_used_directly(store: JobStore, profile: Profile) -> None:
+    conn = FakeConn()
+    conn.probe = "MAGIC=hsqs\nINFLIGHT=\n"
+    conn.sbatch = [ok("300")]
+    result = await submitter(conn, store, profile).submit(make_spec(use_sqsh=True))
+    assert result.sqsh_job_id == ""
+    script = conn.uploads["/lustre/alice/sbatch/job_job-1.sbatch"][0]
+    assert "--dependency" not in script
+    # The cached file is run directly (no runtime fallback check needed).
+    assert "runtime: none" in script and "HOOK: SQSH" not in script
+    assert any(
+        "/lustre/alice/sqsh/nvcr.io_nvidia_tao_tao-toolkit_6.26.3-pyt.sqsh" in c
+        for c in conn.commands
+    )
+
+
+async def test_latest_reconverts_only_when_forced(store: JobStore, profile: Profile) -> None:
+    conn = FakeConn()
+    conn.probe = "MAGIC=hsqs\nINFLIGHT=\n"
+    plan = await images.ImageService(conn, profile).prepare(
+        parse_image("nvcr.io/nvidia/x:latest"), use_sqsh=True
+    )
+    assert plan.action == "cached" and plan.warnings
+    forced = profile.model_copy(update={"force_reconvert_latest": True})
+    plan = await images.ImageService(conn, forced).prepare(
+        parse_image("nvcr.io/nvidia/x:latest"), use_sqsh=True, dry_run=True
+    )
+    assert plan.action == "convert"
+
+
+def test_sqsh_cache_dir_defaults_under_base(profile: Profile) -> None:
+    assert images.cache_dir_for(profile) == "/lustre/alice/sqsh"
+    other = profile.model_copy(update={"sqsh_cache_dir": "/cache/"})
+    assert images.cache_dir_for(other) == "/cache"
+    assert re.fullmatch(r"sqsh-[0-9a-f]{12}", images.conversion_job_name(parse_image("a/b:c")))
