@@ -465,7 +465,8 @@ class Submitter:
         # -- 4. sbatch, exactly once
         script = self._render(spec, limits, plan)
         report(SubmitStage.SBATCH, f"writing {paths.sbatch}")
-        await self.conn.upload_text(paths.sbatch, script)
+        # The script carries the [env] values: as private as env/<id>.json.
+        await self.conn.upload_text(paths.sbatch, script, mode=0o600)
         record = JobRecord(
             id=spec.name,
             profile=self.profile_name,
@@ -551,7 +552,8 @@ class Submitter:
         limits = await self.partition_limits()
         plan = self._resubmit_plan(spec.image_ref, spec.use_sqsh)
         script = self._render(spec, limits, plan, exclude_nodes=exclude_nodes)
-        await self.conn.upload_text(paths.sbatch, script)
+        # The script carries the [env] values: as private as env/<id>.json.
+        await self.conn.upload_text(paths.sbatch, script, mode=0o600)
         known = [a.slurm_job_id for a in job.attempts if a.slurm_job_id]
         number = max((a.number for a in job.attempts), default=-1) + 1
         slurm_id, host, adopted = await self._submit_once(
