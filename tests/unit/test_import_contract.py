@@ -1,0 +1,72 @@
+"""The layers point one way (DESIGN.md §1): an import-contract test keeps them so.
+
+- ``core`` is pure: no asyncssh, no Textual, no services/remote/UI imports.
+- ``remote`` is the only place that opens connections: no Textual, no services/UI.
+- ``services`` never import Textual or the UI.
+- the UI (``app``, ``screens``, ``widgets``) never imports asyncssh or ``remote``: it talks to a
+  back end object.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[2] / "tao_slurm_tui"
+
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "core": (
+        "asyncssh",
+        "textual",
+        "rich",
+        "tao_slurm_tui.remote",
+        "tao_slurm_tui.services",
+        "tao_slurm_tui.screens",
+        "tao_slurm_tui.widgets",
+        "tao_slurm_tui.app",
+        "subprocess",
+        "socket",
+        "sqlite3",
+    ),
+    "remote": (
+        "textual",
+        "tao_slurm_tui.services",
+        "tao_slurm_tui.screens",
+        "tao_slurm_tui.widgets",
+        "tao_slurm_tui.app",
+    ),
+    "services": ("textual", "tao_slurm_tui.screens", "tao_slurm_tui.widgets", "tao_slurm_tui.app"),
+    "screens": ("asyncssh", "tao_slurm_tui.remote"),
+    "widgets": ("asyncssh", "tao_slurm_tui.remote", "tao_slurm_tui.services.store"),
+    "app.py": ("asyncssh", "tao_slurm_tui.remote"),
+}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _files(layer: str) -> list[Path]:
+    target = PKG / layer
+    return [target] if target.is_file() else sorted(target.rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layer_imports_point_one_way(layer: str) -> None:
+    files = _files(layer)
+    assert files, f"no files found for layer {layer}"
+    bad = []
+    for path in files:
+        for name in _imports(path):
+            for forbidden in FORBIDDEN[layer]:
+                if name == forbidden or name.startswith(forbidden + "."):
+                    bad.append(f"{path.relative_to(PKG)} imports {name}")
+    assert not bad, "layering violated:\n" + "\n".join(bad)
