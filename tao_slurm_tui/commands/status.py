@@ -1,17 +1,118 @@
-"""``tao-slurm-tui status``."""
+"""``tao-slurm-tui status [ID] [--json] [--watch]``: jobs with their status.
+
+One monitor tick first (states updated, due retries performed), then the jobs are printed. With
+``--json`` a list of ``{"id","status","slurm_state","slurm_job_id","retries","reason","message"}``
+(one list per tick with ``--watch``, one per line). ``--watch`` ticks again every
+``poll_interval`` seconds until every listed job is terminal. If the cluster cannot be reached
+the last known state is printed and the exit code is 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.errors import OperationFailed
+from tao_slurm_tui.config import state_db_path
+from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.remote.connection import Connection
+from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor, ensure_job
+from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.services.submit import Submitter
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``status``."""
+    parser.add_argument("id", nargs="?", metavar="ID", help="only this job")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--watch", action="store_true", help="repeat until the listed jobs are finished"
+    )
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_table(jobs: list[JobRecord]) -> str:
+    """The human-readable job table."""
+    if not jobs:
+        return "No jobs yet; submit one with 'tao-slurm-tui submit SPEC.toml'."
+    rows = [("ID", "STATUS", "SLURM STATE", "SLURM ID", "RETRIES", "PROGRESS", "MESSAGE")]
+    for job in jobs:
+        progress = ""
+        if job.progress.epoch is not None:
+            progress = f"epoch {job.progress.epoch}"
+            if job.progress.max_epoch:
+                progress += f"/{job.progress.max_epoch}"
+            if job.progress.eta:
+                progress += f" eta {job.progress.eta}"
+        rows.append(
+            (
+                job.id,
+                str(job.status),
+                job.slurm_state,
+                job.slurm_job_id,
+                str(job.retries),
+                progress,
+                _short(job.message, 70),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+        for r in rows
+    ).rstrip()
+
+
+async def _status(args: argparse.Namespace, ctx: CliContext) -> int:
+    profile = ctx.profile
+    name = ctx.profile_name
+    store = JobStore(state_db_path())
+    conn = Connection(profile)
+    try:
+        if args.id:
+            ensure_job(store, name, args.id)
+        submitter = Submitter(conn, store, name, profile)
+        monitor = Monitor(conn, store, name, profile, resubmit=submitter.resubmit)
+        interval = max(MIN_INTERVAL, ctx.config.settings.poll_interval)
+        last = ""
+        while True:
+            error = ""
+            try:
+                await monitor.tick()
+            except TaoError as exc:
+                error = str(exc)
+            jobs = store.list_jobs(name)
+            if args.id:
+                jobs = [j for j in jobs if j.id == args.id]
+            text = json.dumps([j.status_json() for j in jobs]) if args.json else format_table(jobs)
+            if text != last or not args.watch:
+                ctx.out(text)
+                ctx.stdout.flush()
+                last = text
+            if error:
+                print(
+                    f"tao-slurm-tui: could not refresh from the cluster ({error}); "
+                    "showing the last known state.",
+                    file=ctx.stderr,
+                )
+                if not args.watch:
+                    return 1
+            if not args.watch or all(j.status.terminal for j in jobs):
+                return 0
+            await asyncio.sleep(interval)
+    finally:
+        store.close()
+        await conn.close()
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Run ``status``."""
-    raise OperationFailed("'status' is not available yet in this build.")
+    """Run ``status``.
+
+    Raises:
+        BadInput: no job has the given id.
+    """
+    return asyncio.run(_status(args, ctx))

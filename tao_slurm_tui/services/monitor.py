@@ -1,0 +1,739 @@
+"""The poller: one round trip per tick for every active job of a profile, TAO status, auto-retry.
+
+One :meth:`Monitor.tick`:
+
+1. loads the profile's non-terminal, submitted jobs from the store (so a restarted app or CLI
+   carries on where the last one stopped, retries included);
+2. sends ONE remote command: :func:`~tao_slurm_tui.core.slurm.poll_command` (``squeue`` for the
+   latest attempt of every job, ``sacct -X -D`` only for the ids squeue no longer reports as live,
+   plus restart probes), followed in the same shell by a single ``tail -v -c`` of the
+   ``status.json`` of the jobs last seen running (progress, and the verdict if one just ended);
+3. merges squeue and sacct the way SLURM really behaves (:func:`~tao_slurm_tui.core.slurm.merge`):
+   no sacct row right after submit or a transient ``allocation`` row → the previous state stays;
+   squeue failing with ``Invalid job id specified`` for the whole list is normal; a finished state
+   is acted on only once sacct agrees (``settled``), because a job SLURM requeues itself
+   (``--requeue`` on NODE_FAIL, or the batch script's ``scontrol requeue``) passes through
+   such states and comes back PENDING under the same id;
+4. only when a job newly finished and needs more: ONE extra round trip for all of them together
+   (``status.json`` of COMPLETED jobs that were not read in step 2; the last 500 lines of
+   ``main.out``/``main.err`` of failed attempts for :func:`~tao_slurm_tui.core.retry.classify`;
+   the partition size for ``--exclude``);
+5. retries what :func:`~tao_slurm_tui.core.retry.classify` says is an infrastructure failure,
+   through ``resubmit`` (the submitter's exactly-once resubmission), under the same stable id,
+   with the failed nodes excluded while the partition has enough others. The batch script's own
+   requeues (``sacct -D`` rows, ``Attempt.restarts``) count against the same budget, and a
+   failure the script requeued never reaches a finished state, so it is never retried twice.
+   A file lock next to the state DB makes the decide-and-resubmit step exclusive across
+   processes (the TUI and a CLI ``status`` may run at once); :meth:`Monitor.cancel` takes it too.
+
+Terminal jobs are stored and never asked about again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core import retry as retry_rules
+from tao_slurm_tui.core.layout import JobPaths
+from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.core.quoting import join, quote
+from tao_slurm_tui.core.slurm import (
+    PollOutput,
+    SlurmSnapshot,
+    StateAction,
+    expand_nodelist,
+    parse_poll_output,
+    poll_command,
+)
+from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
+from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
+from tao_slurm_tui.remote.connection import CommandResult, RemoteError
+from tao_slurm_tui.services.store import JobStore
+
+__all__ = [
+    "DEFAULT_INTERVAL",
+    "MAX_BACKOFF",
+    "MIN_INTERVAL",
+    "Monitor",
+    "MonitorEvent",
+    "MonitorStatus",
+    "TickResult",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 10.0
+"""Seconds between ticks unless the settings say otherwise."""
+MIN_INTERVAL = 2.0
+"""Shortest interval allowed (SLURM controllers do not like being hammered)."""
+MAX_BACKOFF = 300.0
+"""Longest wait between ticks while the cluster cannot be reached."""
+
+STATUS_TAIL_LIVE = 16 * 1024
+"""Bytes of ``status.json`` read per running job per tick (progress; KPIs merge across ticks)."""
+STATUS_TAIL_FINAL = 256 * 1024
+"""Bytes of ``status.json`` read once when a job has finished (the verdict is near the end)."""
+UNSETTLED_TICKS = 3
+"""Ticks a finished state squeue reports may wait for sacct to agree before it is trusted
+anyway (accounting down)."""
+
+_MARK = "@@tao-mon:"
+_MISSING = "@@tao-missing@@"
+
+EventKind = Literal["state", "finished", "failed", "canceled", "retried", "requeued", "error"]
+
+
+class Resubmit(Protocol):
+    """``Submitter.resubmit``: submit a new attempt of ``job`` exactly once and record it."""
+
+    def __call__(
+        self, job: JobRecord, *, exclude_nodes: Iterable[str] = (), reason: str = ""
+    ) -> Awaitable[Attempt]: ...
+
+
+class Remote(Protocol):
+    """What the monitor needs of a :class:`~tao_slurm_tui.remote.connection.Connection`."""
+
+    async def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        input: str | bytes | None = None,
+        timeout: float | None = None,
+        check: bool = False,
+        retry_on_drop: bool = True,
+    ) -> CommandResult: ...
+
+
+@dataclass(frozen=True)
+class MonitorEvent:
+    """Something that happened to a job during a tick (also written to the store's event log)."""
+
+    job_id: str
+    kind: EventKind
+    text: str
+    """One sentence for a notification."""
+
+
+@dataclass
+class TickResult:
+    """The outcome of one :meth:`Monitor.tick`."""
+
+    jobs: list[JobRecord]
+    """Every job of the profile after the tick (terminal ones included), oldest first."""
+    changed: list[str] = field(default_factory=list)
+    """Ids of jobs whose record changed in this tick."""
+    events: list[MonitorEvent] = field(default_factory=list)
+    round_trips: int = 0
+    """Remote commands this tick sent (1, or 2 when a job newly finished and needed more)."""
+    warning: str = ""
+    """A partial failure (e.g. ``sacct failed: ...``): the tick used what it got."""
+
+
+@dataclass
+class MonitorStatus:
+    """What the poll loop is doing, for a status bar."""
+
+    state: Literal["idle", "polling", "ok", "backoff"] = "idle"
+    last_ok: float | None = None
+    """Clock time of the last successful tick."""
+    error: str = ""
+    """The last failure (one sentence) while in backoff."""
+    retry_in: float = 0.0
+    """Seconds until the next attempt while in backoff."""
+    failures: int = 0
+    """Failed ticks in a row."""
+
+
+# ----------------------------------------------------------------------------------- commands
+
+
+def _section(kind: str, job_id: str, body: str) -> str:
+    return f"printf '%s{kind} %s\\n' \"$M\" {quote(job_id)}; {body}; printf '\\n'"
+
+
+def _script(parts: Sequence[str]) -> str:
+    """Wrap shell parts into one ``sh -c`` (the login shell may be csh)."""
+    return join(["sh", "-c", "; ".join([f"M={quote(_MARK)}", *parts, "printf '%send\\n' \"$M\""])])
+
+
+def status_tail_command(paths: dict[str, str], nbytes: int) -> str:
+    """One ``tail -v`` over every ``status.json`` (one process, headers name the files)."""
+    if not paths:
+        return ""
+    body = join(["tail", "-v", "-c", str(nbytes), "--", *paths.values()]) + " 2>/dev/null"
+    return _script(["printf '%sstatus\\n' \"$M\"", f"{body}; true"])
+
+
+def parse_sections(text: str) -> dict[tuple[str, str], list[str]]:
+    """``{(kind, job id): lines}`` of our marked sections; ``status`` holds ``tail -v`` output."""
+    sections: dict[tuple[str, str], list[str]] = {}
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        if line.startswith(_MARK):
+            kind, _, arg = line[len(_MARK) :].partition(" ")
+            if kind == "end":
+                current = None
+                continue
+            current = sections.setdefault((kind, arg.strip()), [])
+            continue
+        if current is not None:
+            current.append(line)
+    return sections
+
+
+def split_tail_v(lines: Sequence[str], paths: dict[str, str]) -> dict[str, str]:
+    """Split ``tail -v`` output into ``{job id: text}`` using the ``==> path <==`` headers."""
+    by_path = {p: j for j, p in paths.items()}
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        if line.startswith("==> ") and line.endswith(" <==") and line[4:-4] in by_path:
+            current = out.setdefault(by_path[line[4:-4]], [])
+            continue
+        if current is not None:
+            current.append(line)
+    return {j: "\n".join(v) for j, v in out.items()}
+
+
+# ----------------------------------------------------------------------------------- monitor
+
+
+@dataclass
+class _Work:
+    """Per-job state within one tick."""
+
+    job: JobRecord
+    before: JobRecord
+    snap: SlurmSnapshot | None = None
+    status_text: str | None = None
+    need_status: bool = False
+    need_logs: bool = False
+    need_requeue_reason: bool = False
+    out_tail: list[str] | None = None
+    err_tail: list[str] | None = None
+    requeue_reason: str = ""
+    events: list[MonitorEvent] = field(default_factory=list)
+
+
+class Monitor:
+    """Polls every active job of one profile and keeps the store up to date."""
+
+    def __init__(
+        self,
+        conn: Remote,
+        store: JobStore,
+        profile_name: str,
+        profile: Profile,
+        *,
+        resubmit: Resubmit | None = None,
+        clock: Callable[[], float] = time.time,
+        max_retries: int = retry_rules.DEFAULT_MAX_RETRIES,
+        lock_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Create a monitor (nothing is polled yet).
+
+        Args:
+            conn: the profile's one connection.
+            store: the job store (jobs are keyed by ``profile_name``).
+            profile_name: the profile's name.
+            profile: the profile.
+            resubmit: ``Submitter.resubmit``; without it infrastructure failures end in Error
+                with the reason they were not retried.
+            clock: time source (tests).
+            max_retries: retry budget per job (client retries plus SLURM requeues).
+            lock_path: the cross-process retry/cancel lock; default next to the store's file.
+        """
+        self.conn = conn
+        self.store = store
+        self.profile_name = profile_name
+        self.profile = profile
+        self.resubmit = resubmit
+        self.clock = clock
+        self.max_retries = max_retries
+        self.status = MonitorStatus()
+        """What the poll loop is doing (for the UI)."""
+        self._lock_path = Path(lock_path) if lock_path else _default_lock_path(store)
+        self._unsettled: dict[str, int] = {}
+        self._probe: set[str] = set()
+        self._tick_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ tick
+
+    async def tick(self) -> TickResult:
+        """Poll once: one round trip for all active jobs (two when a job newly finished and its
+        ``status.json`` or log tail is needed), retries performed, store updated.
+
+        Raises:
+            RemoteError: the cluster could not be reached; nothing was changed.
+        """
+        async with self._tick_lock:  # ticks never overlap
+            return await self._tick()
+
+    async def _tick(self) -> TickResult:
+        jobs = [j for j in self.store.active(self.profile_name) if j.submitted and j.attempts]
+        result = TickResult(jobs=[])
+        if not jobs:
+            result.jobs = self.store.list_jobs(self.profile_name)
+            return result
+        work = {j.id: _Work(job=j, before=_copy(j)) for j in jobs}
+        ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
+        live = [sid for sid in ids.values() if sid not in self._probe]
+        probe = [sid for sid in ids.values() if sid in self._probe]
+        status_paths = {
+            j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).status_json
+            for j in jobs
+            if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
+        }
+        command = poll_command(live, probe)
+        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
+        if extra:
+            command = f"{command}; {extra}"
+        first = await self.conn.run(command, timeout=self.profile.command_timeout)
+        result.round_trips = 1
+        output = parse_poll_output(first.stdout)
+        if not output.complete:
+            raise RemoteError(
+                "The poll command's output was cut short "
+                f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
+            )
+        result.warning = output.error
+        sections = parse_sections(first.stdout)
+        live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
+        self._probe.clear()
+        for job_id, w in work.items():
+            w.status_text = live_status.get(job_id)
+            self._apply_snapshot(w, output, ids[job_id])
+        pending = [
+            w for w in work.values() if w.need_status or w.need_logs or w.need_requeue_reason
+        ]
+        if pending:
+            await self._second_round(pending)
+            result.round_trips += 1
+        for w in work.values():
+            await self._settle(w)
+        for w in work.values():
+            if self._save(w):
+                result.changed.append(w.job.id)
+            result.events.extend(w.events)
+        result.jobs = self.store.list_jobs(self.profile_name)
+        return result
+
+    # ------------------------------------------------------------------ merge
+
+    def _apply_snapshot(self, w: _Work, output: PollOutput, slurm_id: str) -> None:
+        job = w.job
+        attempt = job.attempts[-1]
+        snap = output.snapshot(slurm_id)
+        w.snap = snap
+        if w.status_text is not None:
+            self._fold_status(job, w.status_text)
+        if not snap.found:
+            # sacct has no row for ~1 s after submit; keep what we had and ask again.
+            return
+        updated = snap.apply_to(attempt)
+        if snap.state != "PENDING" and updated.reason == "None":
+            updated.reason = ""  # squeue's "no reason" while running or after the end
+        if (
+            attempt.state == "RUNNING"
+            and snap.state in ("PENDING", "REQUEUED")
+            and snap.source != "sacct"
+        ):
+            # Running → pending under the same id: SLURM requeued it (the batch script's
+            # `scontrol requeue`, or --requeue after a node failure). sacct -D confirms the count.
+            updated.restarts = max(updated.restarts, attempt.restarts + 1)
+            self._probe.add(slurm_id)
+        if updated.restarts > attempt.restarts:
+            w.need_requeue_reason = True
+        job.attempts[-1] = updated
+        job.slurm_state = snap.state
+        mapped = snap.mapped
+        if mapped.action is StateAction.UNKNOWN or mapped.status is None:
+            return
+        if snap.terminal and not snap.settled:
+            # Wait for sacct to agree that it finished (a self-requeue passes through such
+            # states); trust squeue anyway after a few ticks in case accounting is down.
+            count = self._unsettled.get(slurm_id, 0) + 1
+            self._unsettled[slurm_id] = count
+            if count < UNSETTLED_TICKS:
+                return
+        self._unsettled.pop(slurm_id, None)
+        if mapped.action is StateAction.NEEDS_STATUS_JSON:
+            if w.status_text is None:
+                w.need_status = True
+            else:
+                self._complete(w)
+            return
+        if mapped.action is StateAction.MAYBE_RETRY:
+            w.need_logs = True
+            return
+        job.status = mapped.status
+        if mapped.status is TaoStatus.PENDING:
+            job.message = snap.reason_text
+        elif mapped.status is TaoStatus.RUNNING:
+            job.message = job.progress.message or ""
+        elif mapped.status is TaoStatus.PAUSED:
+            job.message = f"SLURM suspended the job ({snap.state})."
+        elif mapped.status is TaoStatus.CANCELED:
+            job.message = f"The job was {snap.state.lower()} in SLURM."
+        elif mapped.status is TaoStatus.ERROR:
+            job.message = retry_rules.classify(
+                snap.state, None, job.retries, self.max_retries
+            ).reason
+
+    def _fold_status(self, job: JobRecord, text: str) -> StatusSummary:
+        reader = StatusJsonReader()
+        entries = reader.feed(text.encode("utf-8"))
+        entries += reader.flush()
+        summary = StatusSummary()
+        # Keep KPIs seen in earlier ticks: the tail only holds the latest lines.
+        summary.progress = Progress.from_dict(job.progress.to_dict())
+        summary.add(entries)
+        job.progress = summary.progress
+        return summary
+
+    def _complete(self, w: _Work) -> None:
+        job = w.job
+        summary = self._fold_status(job, w.status_text or "")
+        status, message = resolve_completed(summary.terminal, summary.message)
+        job.status = status
+        job.message = message
+
+    # ------------------------------------------------------------------ second round trip
+
+    async def _second_round(self, pending: list[_Work]) -> None:
+        parts: list[str] = []
+        partitions: set[str] = set()
+        final_paths: dict[str, str] = {}
+        for w in pending:
+            job = w.job
+            attempt = job.attempts[-1]
+            paths = JobPaths(job.base_results_dir or self.profile.results_root, job.id)
+            if w.need_status:
+                final_paths[job.id] = paths.status_json
+            if w.need_logs:
+                for kind, path in (
+                    ("out", paths.main_out(attempt.slurm_job_id)),
+                    ("err", paths.main_err(attempt.slurm_job_id)),
+                ):
+                    q = quote(path)
+                    body = (
+                        f"if [ -r {q} ]; then tail -n {retry_rules.LOG_TAIL_LINES} -- {q}; "
+                        f"else echo {_MISSING}; fi"
+                    )
+                    parts.append(_section(kind, job.id, body))
+                if attempt.partition:
+                    partitions.add(attempt.partition.split(",")[0])
+            if w.need_requeue_reason:
+                q = quote(paths.requeue_reason(attempt.slurm_job_id))
+                parts.append(_section("requeue", job.id, f"tail -n 1 -- {q} 2>/dev/null"))
+        if final_paths:
+            tail = join(["tail", "-v", "-c", str(STATUS_TAIL_FINAL), "--", *final_paths.values()])
+            parts.append(f"printf '%sstatus\\n' \"$M\"; {tail} 2>/dev/null; printf '\\n'")
+        for partition in sorted(partitions):
+            parts.append(
+                _section(
+                    "sinfo",
+                    partition,
+                    join(["sinfo", "-h", "-p", partition, "-o", "%n"]) + " 2>/dev/null",
+                )
+            )
+        result = await self.conn.run(_script(parts), timeout=self.profile.command_timeout)
+        sections = parse_sections(result.stdout)
+        if ("end", "") not in sections and f"{_MARK}end" not in result.stdout:
+            raise RemoteError(
+                "Reading the logs of finished jobs was cut short; the next tick retries."
+            )
+        statuses = split_tail_v(sections.get(("status", ""), []), final_paths)
+        self._partition_nodes = {
+            p: len({n for n in sections.get(("sinfo", p), []) if n.strip()}) for p in partitions
+        }
+        for w in pending:
+            jid = w.job.id
+            if w.need_status:
+                w.status_text = statuses.get(jid, "")
+            if w.need_logs:
+                w.out_tail = _log_lines(sections.get(("out", jid)))
+                w.err_tail = _log_lines(sections.get(("err", jid)))
+            if w.need_requeue_reason:
+                lines = [ln for ln in sections.get(("requeue", jid), []) if ln.strip()]
+                w.requeue_reason = lines[-1].strip() if lines else ""
+
+    # ------------------------------------------------------------------ decisions
+
+    async def _settle(self, w: _Work) -> None:
+        job = w.job
+        attempt = job.attempts[-1]
+        if w.need_requeue_reason:
+            why = _requeue_why(w.requeue_reason)
+            text = f"SLURM requeued job {attempt.slurm_job_id} (restart {attempt.restarts})" + (
+                f": {why}" if why else "."
+            )
+            job.message = text
+            w.events.append(MonitorEvent(job.id, "requeued", text))
+        if w.need_status:
+            self._complete(w)
+        if w.need_logs:
+            await self._maybe_retry(w)
+        old, new = w.before.status, job.status
+        if new != old:
+            kind: EventKind = "state"
+            if new is TaoStatus.COMPLETE:
+                kind = "finished"
+            elif new is TaoStatus.ERROR:
+                kind = "failed"
+            elif new is TaoStatus.CANCELED:
+                kind = "canceled"
+            text = f"{job.id}: {old} → {new}" + (f" ({job.message})" if job.message else "")
+            if kind != "state" or not any(e.kind == "retried" for e in w.events):
+                w.events.append(MonitorEvent(job.id, kind, text))
+
+    async def _maybe_retry(self, w: _Work) -> None:
+        job = w.job
+        attempt = job.attempts[-1]
+        tails = None
+        if w.out_tail is not None or w.err_tail is not None:
+            tails = [*(w.out_tail or []), *(w.err_tail or [])]
+        decision = retry_rules.classify(attempt.state, tails, job.retries, self.max_retries)
+        if not decision.retry:
+            job.status = TaoStatus.ERROR
+            job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
+            return
+        if self.resubmit is None:
+            job.status = TaoStatus.ERROR
+            job.message = (
+                f"{decision.reason} (This monitor cannot resubmit, so it was not retried.)"
+            )
+            return
+        failed = expand_nodelist(attempt.nodes)
+        count = getattr(self, "_partition_nodes", {}).get(attempt.partition.split(",")[0])
+        needed = int(job.spec.get("num_nodes", 1) or 1)
+        exclude = retry_rules.nodes_to_exclude(failed, count, needed)
+        async with self._exclusive():
+            # Another process (the TUI, a CLI) may have retried or cancelled it meanwhile.
+            current = self.store.get(self.profile_name, job.id)
+            if (
+                current is None
+                or current.status.terminal
+                or (current.attempts and current.attempts[-1].number != attempt.number)
+            ):
+                w.job = current or job
+                w.before = _copy(w.job)
+                return
+            self.store.save_attempt(
+                self.profile_name, job.id, replace(attempt, retry_reason=decision.reason)
+            )
+            job = self.store.require(self.profile_name, job.id)
+            try:
+                new = await self.resubmit(job, exclude_nodes=exclude, reason=decision.reason)
+            except TaoError as exc:
+                w.job = job
+                job.status = TaoStatus.ERROR
+                job.message = f"{decision.reason} The resubmission failed: {exc}"
+                return
+        fresh = self.store.require(self.profile_name, job.id)
+        fresh.status = TaoStatus.PENDING
+        fresh.slurm_state = "PENDING"
+        fresh.message = f"Retry {fresh.retries} of {self.max_retries}: {decision.reason}"
+        w.job = fresh
+        text = (
+            f"{job.id} was retried as SLURM job {new.slurm_job_id}"
+            + (f" excluding {','.join(exclude)}" if exclude else "")
+            + f": {decision.reason}"
+        )
+        w.events.append(MonitorEvent(job.id, "retried", text))
+
+    # ------------------------------------------------------------------ saving
+
+    def _save(self, w: _Work) -> bool:
+        job, before = w.job, w.before
+        current = self.store.get(self.profile_name, job.id)
+        if current is None:
+            return False
+        if current.status.terminal and not before.status.terminal and job.status != current.status:
+            # Cancelled (or finished) by another process during this tick: theirs wins.
+            return False
+        changed = False
+        # Attempts: only the ones this tick touched (the latest, and a retried one).
+        stored = {a.number: a for a in current.attempts}
+        for attempt in job.attempts:
+            if stored.get(attempt.number) != attempt:
+                self.store.save_attempt(self.profile_name, job.id, attempt)
+                changed = True
+        fields: dict[str, Any] = {}
+        if job.status != current.status:
+            fields["status"] = job.status
+        if job.slurm_state != current.slurm_state:
+            fields["slurm_state"] = job.slurm_state
+        if job.message != current.message:
+            fields["message"] = job.message
+        if job.progress.to_dict() != current.progress.to_dict():
+            fields["progress"] = job.progress
+        if fields:
+            self.store.update_job(self.profile_name, job.id, **fields)
+            changed = True
+        for event in w.events:
+            self.store.add_event(self.profile_name, job.id, event.kind, event.text)
+        return changed
+
+    # ------------------------------------------------------------------ loop
+
+    async def run_forever(
+        self,
+        interval: float = DEFAULT_INTERVAL,
+        on_tick: Callable[[TickResult], Any] | None = None,
+        on_error: Callable[[TaoError, float], Any] | None = None,
+    ) -> None:
+        """Tick every ``interval`` seconds until cancelled.
+
+        Never stops because a job waits long in the queue. While the cluster cannot be reached
+        the wait doubles after every failure up to :data:`MAX_BACKOFF` (5 min); :attr:`status`
+        says so (``backoff``, the error, seconds to the next try).
+
+        Args:
+            interval: seconds between ticks (at least :data:`MIN_INTERVAL`).
+            on_tick: called with every successful tick's result.
+            on_error: called with the error and the backoff delay after a failed tick.
+        """
+        base = max(MIN_INTERVAL, float(interval))
+        while True:
+            self.status.state = "polling"
+            try:
+                result = await self.tick()
+            except TaoError as exc:
+                self.status.failures += 1
+                delay = min(MAX_BACKOFF, base * 2**self.status.failures)
+                self.status.state, self.status.error, self.status.retry_in = (
+                    "backoff",
+                    str(exc),
+                    delay,
+                )
+                log.info("tick failed (%s); next try in %.0f s", exc, delay)
+                if on_error is not None:
+                    on_error(exc, delay)
+            else:
+                delay = base
+                self.status = MonitorStatus(state="ok", last_ok=self.clock())
+                if on_tick is not None:
+                    on_tick(result)
+            await asyncio.sleep(delay)
+
+    async def watch(self, interval: float = DEFAULT_INTERVAL) -> AsyncIterator[TickResult]:
+        """Yield a tick result every ``interval`` seconds (errors propagate)."""
+        base = max(MIN_INTERVAL, float(interval))
+        while True:
+            yield await self.tick()
+            await asyncio.sleep(base)
+
+    # ------------------------------------------------------------------ cancel
+
+    async def cancel(self, job_id: str) -> JobRecord:
+        """scancel every SLURM id of the job (all attempts, a pending SQSH conversion) in one
+        command; ids SLURM no longer knows count as success. The job ends Canceled.
+
+        A job that already finished is returned unchanged.
+
+        Raises:
+            BadInput: no such job.
+            OperationFailed: SLURM refused (e.g. not your job).
+            RemoteError: the cluster could not be reached.
+        """
+        async with self._exclusive():
+            job = self.store.require(self.profile_name, job_id)
+            if job.status.terminal:
+                return job
+            ids = list(dict.fromkeys(a.slurm_job_id for a in job.attempts if a.slurm_job_id))
+            if job.sqsh_job_id:
+                ids.append(job.sqsh_job_id)
+            if ids:
+                result = await self.conn.run(
+                    join(["scancel", *ids]), timeout=self.profile.command_timeout
+                )
+                if not result.ok:
+                    detail = result.stderr.strip().splitlines()[-1:] or [
+                        f"exit status {result.exit_status}"
+                    ]
+                    raise OperationFailed(
+                        f"scancel refused to cancel {job_id} ({detail[0]}); check that the job "
+                        "belongs to you and try again."
+                    )
+            self.store.update_job(
+                self.profile_name,
+                job_id,
+                status=TaoStatus.CANCELED,
+                slurm_state="CANCELLED" if ids else job.slurm_state,
+                message="Canceled by the user.",
+            )
+            self.store.add_event(
+                self.profile_name,
+                job_id,
+                "cancel",
+                f"scancel {' '.join(ids)}" if ids else "canceled before submission",
+            )
+            return self.store.require(self.profile_name, job_id)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self) -> AsyncIterator[None]:
+        """The cross-process retry/cancel lock (flock on a file next to the state DB)."""
+        self._lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def _copy(job: JobRecord) -> JobRecord:
+    return replace(
+        job,
+        attempts=[replace(a) for a in job.attempts],
+        progress=Progress.from_dict(job.progress.to_dict()),
+    )
+
+
+def _default_lock_path(store: JobStore) -> Path:
+    path = getattr(store, "path", None)
+    if path:
+        return Path(f"{path}.retry.lock")
+    from tao_slurm_tui.config import state_db_path
+
+    return Path(f"{state_db_path()}.retry.lock")
+
+
+def _log_lines(lines: list[str] | None) -> list[str] | None:
+    if lines is None:
+        return None
+    if any(line == _MISSING for line in lines):
+        return None
+    return lines
+
+
+def _requeue_why(line: str) -> str:
+    # "<date> restart=N rc=R why..." (written by the batch script's tao_requeue).
+    parts = line.split(" ", 3)
+    return parts[3].strip() if len(parts) == 4 and parts[1].startswith("restart=") else line.strip()
+
+
+def ensure_job(store: JobStore, profile_name: str, job_id: str) -> JobRecord:
+    """The job or a :class:`BadInput` naming the id (exit 2 in the CLI)."""
+    job = store.get(profile_name, job_id)
+    if job is None:
+        raise BadInput(
+            f"There is no job '{job_id}' in profile '{profile_name}'; run 'tao-slurm-tui status' "
+            "to list the jobs."
+        )
+    return job

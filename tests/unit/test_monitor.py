@@ -1,0 +1,209 @@
+"""Monitor on recorded SLURM output (no network): merge quirks, round trips, retries, cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
+from tao_slurm_tui.core.slurm import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
+from tao_slurm_tui.remote.connection import CommandResult
+from tao_slurm_tui.services.monitor import Monitor
+from tao_slurm_tui.services.store import JobStore
+
+PROFILE = Profile(user="u", hostnames=["h"], partition="polar", base_results_dir="/r")
+
+
+def sq(job_id: str, state: str, reason: str = "None", nodes: str = "", name: str = "j") -> str:
+    values = {
+        "job_id": job_id,
+        "state": state,
+        "reason": reason,
+        "nodes": nodes,
+        "name": name,
+        "elapsed": "0:01",
+        "time_limit": "1:00:00",
+        "partition": "polar",
+    }
+    return SEP.join(values.get(k, "N/A") for k, _ in SQUEUE_FIELDS)
+
+
+def sa(
+    job_id: str,
+    state: str,
+    exit_code: str = "0:0",
+    nodes: str = "vm",
+    name: str = "j",
+    partition: str = "polar",
+) -> str:
+    values = {
+        "job_id": job_id,
+        "state": state,
+        "exit_code": exit_code,
+        "nodes": nodes,
+        "name": name,
+        "partition": partition,
+        "elapsed": "00:00:05",
+    }
+    return SEP.join(values.get(k, "Unknown") for k, _ in SACCT_FIELDS)
+
+
+class FakeCluster:
+    """Answers the poll command from tables of squeue/sacct rows; counts round trips."""
+
+    def __init__(self) -> None:
+        self.squeue: dict[str, str] = {}
+        self.sacct: dict[str, list[str]] = {}
+        self.files: dict[str, str] = {}
+        self.calls: list[str] = []
+        self.squeue_forgets = False
+
+    async def run(self, command: Any, **_: Any) -> CommandResult:
+        cmd = command if isinstance(command, str) else " ".join(command)
+        self.calls.append(cmd)
+        if cmd.startswith("scancel"):
+            return CommandResult(cmd, 0, "", "", "h")
+        out: list[str] = []
+        if "squeue" in cmd:
+            ids = [i for i in self.squeue if f"{i}," in cmd or f"{i} " in cmd or f"{i}'" in cmd]
+            rows = [self.squeue[i] for i in ids]
+            if self.squeue_forgets:
+                out += [f"{MARK}squeue rc=1", "slurm_load_jobs error: Invalid job id specified"]
+            else:
+                out += [f"{MARK}squeue rc=0", *rows]
+            live = {r.split(SEP)[0] for r in rows if r.split(SEP)[1] in ("PENDING", "RUNNING")}
+            want = [i for i in self.sacct if i not in live or self.squeue_forgets]
+            want = [i for i in want if i in cmd]
+            if want:
+                out.append(f"{MARK}sacct rc=0 ids={','.join(want)}")
+                for i in want:
+                    out += self.sacct[i]
+            out.append(f"{MARK}end")
+        if "@@tao-mon:" in cmd:
+            for path, text in self.files.items():
+                if path in cmd:
+                    out += ["@@tao-mon:status ", f"==> {path} <==", text]
+            out.append("@@tao-mon:end")
+        return CommandResult(cmd, 0, "\n".join(out) + "\n", "", "h")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return JobStore(tmp_path / "state.db")
+
+
+def add(store: JobStore, name: str, slurm_id: str, **kw: Any) -> None:
+    store.create_job(
+        JobRecord(
+            id=name,
+            profile="p",
+            base_results_dir="/r",
+            submitted=True,
+            attempts=[Attempt(number=0, slurm_job_id=slurm_id)],
+            **kw,
+        )
+    )
+
+
+async def test_fifty_jobs_one_round_trip_and_terminal_never_asked_again(store: JobStore) -> None:
+    cluster = FakeCluster()
+    for i in range(50):
+        add(store, f"j{i}", str(100 + i))
+        cluster.squeue[str(100 + i)] = sq(str(100 + i), "PENDING", "Resources")
+    monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+    result = await monitor.tick()
+    assert len(cluster.calls) == 1 and result.round_trips == 1
+    assert all(j.status is TaoStatus.PENDING for j in result.jobs)
+    assert result.jobs[0].message == "waiting for nodes/GPUs to become free"
+    # All cancelled outside: squeue forgot them (whole list fails), sacct says CANCELLED by 1001.
+    cluster.squeue.clear()
+    cluster.squeue_forgets = True
+    for i in range(50):
+        cluster.sacct[str(100 + i)] = [sa(str(100 + i), "CANCELLED by 1001")]
+    cluster.calls.clear()
+    result = await monitor.tick()
+    assert len(cluster.calls) == 1
+    assert all(j.status is TaoStatus.CANCELED for j in result.jobs)
+    cluster.calls.clear()
+    await monitor.tick()
+    assert cluster.calls == []
+
+
+async def test_no_sacct_row_right_after_submit_keeps_the_state(store: JobStore) -> None:
+    cluster = FakeCluster()
+    add(store, "a", "7")
+    cluster.squeue_forgets = True  # neither knows it yet
+    monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+    result = await monitor.tick()
+    assert result.jobs[0].status is TaoStatus.PENDING and result.changed == []
+
+
+async def test_transient_allocation_row_is_ignored(store: JobStore) -> None:
+    cluster = FakeCluster()
+    add(store, "a", "7")
+    cluster.squeue["7"] = sq("7", "RUNNING", nodes="vm")
+    cluster.sacct["7"] = [sa("7", "PENDING", name="allocation", partition="")]
+    monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+    result = await monitor.tick()
+    assert result.jobs[0].status is TaoStatus.RUNNING
+    assert result.jobs[0].attempts[0].nodes == "vm"
+
+
+async def test_completed_reads_status_json_once(store: JobStore) -> None:
+    cluster = FakeCluster()
+    add(store, "a", "7")
+    cluster.squeue["7"] = sq("7", "COMPLETED", nodes="vm")
+    cluster.sacct["7"] = [sa("7", "COMPLETED")]
+    cluster.files["/r/results/a/status.json"] = (
+        '{"status": "RUNNING", "epoch": 3, "max_epoch": 3}\n'
+        '{"status": "FAILURE", "message": "bad dataset"}'
+    )
+    monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+    result = await monitor.tick()
+    assert result.round_trips == 2
+    job = result.jobs[0]
+    assert job.status is TaoStatus.ERROR and job.message == "bad dataset"
+    assert job.progress.epoch == 3
+
+
+async def test_requeued_job_counts_restarts_and_is_not_retried_by_the_client(
+    store: JobStore,
+) -> None:
+    cluster = FakeCluster()
+    add(store, "a", "7")
+    cluster.squeue["7"] = sq("7", "RUNNING", nodes="vm")
+    calls: list[str] = []
+
+    async def resubmit(job: JobRecord, **_: Any) -> Attempt:
+        calls.append(job.id)
+        raise AssertionError("must not resubmit a job SLURM requeued itself")
+
+    monitor = Monitor(cluster, store, "p", PROFILE, resubmit=resubmit)  # type: ignore[arg-type]
+    await monitor.tick()
+    # The batch script requeued it: same id, back to PENDING (BeginTime).
+    cluster.squeue["7"] = sq("7", "PENDING", "BeginTime")
+    result = await monitor.tick()
+    job = result.jobs[0]
+    assert job.status is TaoStatus.PENDING and job.retries == 1
+    assert any(e.kind == "requeued" for e in result.events)
+    assert calls == []
+
+
+async def test_cancel_scancels_every_attempt_and_the_sqsh_job(store: JobStore) -> None:
+    cluster = FakeCluster()
+    store.create_job(
+        JobRecord(
+            id="a",
+            profile="p",
+            submitted=True,
+            sqsh_job_id="5",
+            attempts=[Attempt(0, "6"), Attempt(1, "9")],
+        )
+    )
+    monitor = Monitor(cluster, store, "p", PROFILE, lock_path=store.path.parent / "lock")  # type: ignore[arg-type]
+    job = await monitor.cancel("a")
+    assert cluster.calls == ["scancel 6 9 5"]
+    assert job.status is TaoStatus.CANCELED
