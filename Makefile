@@ -40,7 +40,8 @@ test: venv ## Install what the tests need, bring up the sandbox, run the whole s
 	$(CLUSTER) install
 	trap '$(CLUSTER) down' EXIT; \
 	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up && \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -ra $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -ra -m "not serial" $(PYTEST_ARGS) && \
+	$(BIN)/python -m pytest -ra -m serial $(PYTEST_ARGS)
 
 .PHONY: test-unit
 test-unit: venv ## Unit and TUI tests only (no cluster)
