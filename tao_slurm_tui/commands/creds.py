@@ -1,17 +1,81 @@
-"""``tao-slurm-tui creds``."""
+"""``tao-slurm-tui creds install|check``: the NGC key into the remote enroot credentials.
+
+The key is read from stdin when stdin is not a terminal (``... | tao-slurm-tui creds install``),
+else from a hidden prompt; it is never accepted as an argument (argv is visible to every user
+of the machine in ``ps``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import getpass
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.errors import OperationFailed
+from tao_slurm_tui.config import Profile
+from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.remote.connection import Connection
+from tao_slurm_tui.services.credentials import (
+    CREDENTIALS_PATH,
+    Secret,
+    credentials_present,
+    install_ngc_credentials,
+    validate_ngc_key,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``creds``."""
+    """Sub-verbs of ``creds``."""
+    sub = parser.add_subparsers(dest="creds_verb", metavar="{install,check}")
+    sub.required = True
+    sub.add_parser(
+        "install",
+        help="read the NGC key from stdin (or a hidden prompt) and write "
+        f"{CREDENTIALS_PATH} on the cluster",
+    )
+    sub.add_parser("check", help=f"exit 0 when {CREDENTIALS_PATH} exists and is not empty")
+
+
+def _read_key(ctx: CliContext) -> Secret:
+    if ctx.stdin.isatty():
+        try:
+            typed = getpass.getpass("NGC API key (input hidden): ")
+        except EOFError:
+            raise BadInput("No NGC key was entered.") from None
+        return validate_ngc_key(typed)
+    data = ctx.stdin.read()
+    if not data:
+        raise BadInput("No NGC key on stdin; pipe it in or run the command in a terminal.")
+    # A single trailing newline (echo, a file) is fine; anything else inside is refused.
+    return validate_ngc_key(data)
+
+
+async def _install(profile: Profile, secret: Secret) -> str:
+    async with Connection(profile) as conn:
+        await install_ngc_credentials(conn, secret)
+        return conn.host or ""
+
+
+async def _check(profile: Profile) -> tuple[bool, str]:
+    async with Connection(profile) as conn:
+        return await credentials_present(conn), conn.host or ""
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    """Run ``creds``."""
-    raise OperationFailed("'creds' is not available yet in this build.")
+    """Run ``creds install`` or ``creds check``."""
+    profile = ctx.profile
+    if args.creds_verb == "install":
+        secret = _read_key(ctx)
+        try:
+            host = asyncio.run(_install(profile, secret))
+        finally:
+            secret.clear()
+        ctx.out(f"Installed the NGC key into {CREDENTIALS_PATH} on {host} (mode 0600).")
+        return 0
+    present, host = asyncio.run(_check(profile))
+    if present:
+        ctx.out(f"{CREDENTIALS_PATH} is present on {host}.")
+        return 0
+    raise OperationFailed(
+        f"{CREDENTIALS_PATH} is missing on {host}; install it with: tao-slurm-tui creds install."
+    )

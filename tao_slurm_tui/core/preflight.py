@@ -1,0 +1,593 @@
+"""Preflight ("doctor") rules: the one remote probe script and what its output means.
+
+Pure: builds the probe script from plain values, parses its marked sections and turns them into
+:class:`CheckResult` values. The services layer runs the script over the one connection
+(:mod:`tao_slurm_tui.services.onboarding`); unit tests feed recorded output.
+
+Statuses: ``pass`` (fine), ``fail`` (blocks use; the CLI exits 1), ``warn`` (works but worth a look,
+e.g. enroot credentials missing while only public images are used) and ``skip`` (not applicable, or
+an earlier check failed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from tao_slurm_tui.core.quoting import home_path, quote
+
+
+class CheckStatus(StrEnum):
+    """Outcome of one check."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    WARN = "warn"
+    SKIP = "skip"
+
+
+class FixAction(StrEnum):
+    """Machine-usable id of the remediation, for the TUI's fix buttons."""
+
+    GENERATE_KEY = "generate_key"
+    INSTALL_KEY = "install_key"
+    TRUST_HOST = "trust_host"
+    FIX_PERMISSIONS = "fix_permissions"
+    INSTALL_CREDENTIALS = "install_credentials"
+    SET_ACCOUNT = "set_account"
+    EDIT_PROFILE = "edit_profile"
+    CREATE_RESULTS_DIR = "create_results_dir"
+    EDIT_SPEC = "edit_spec"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One line of the doctor's report."""
+
+    check: str
+    """Stable id (``profile``, ``ssh_key``, ``host_keys``, ``login``, ``slurm_tools``, ...)."""
+    title: str
+    """Short human name of the check."""
+    status: CheckStatus
+    """pass / fail / warn / skip."""
+    detail: str
+    """What was found, in one line."""
+    fix: str = ""
+    """One remediation the user can act on (empty when nothing to do)."""
+    action: FixAction | None = None
+    """Which fix button the TUI offers, if any."""
+    target: str = ""
+    """What the action applies to: the host for ``trust_host``, the account for
+    ``set_account``, the directory for ``create_results_dir``, the key for ``generate_key`` /
+    ``fix_permissions``; empty otherwise."""
+    data: Mapping[str, Any] = field(default_factory=dict)
+    """Extra facts for the fix (detected account, host key fingerprints, the path to create)."""
+
+    @property
+    def failed(self) -> bool:
+        """True when this check blocks use."""
+        return self.status is CheckStatus.FAIL
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"check","status","detail","fix"}`` plus ``title`` and ``action``."""
+        return {
+            "check": self.check,
+            "status": str(self.status),
+            "detail": self.detail,
+            "fix": self.fix,
+            "title": self.title,
+            "action": str(self.action) if self.action else None,
+            "target": self.target,
+        }
+
+
+#: Check id → title, in the order the doctor runs and reports them.
+CHECKS: dict[str, str] = {
+    "profile": "Profile complete",
+    "ssh_key": "SSH private key",
+    "host_keys": "Host keys known",
+    "login": "Key-only login",
+    "slurm_tools": "SLURM commands",
+    "account": "Account",
+    "partitions": "Partitions",
+    "results_dir": "Results directory",
+    "enroot_credentials": "Enroot credentials",
+    "pyxis": "Pyxis container support",
+    "inputs": "Spec input paths",
+}
+
+SLURM_TOOLS = ("squeue", "sbatch", "sacct", "scancel")
+"""Commands the app runs on the login host."""
+
+MARK = "@@tao-doctor"
+"""Prefix of the section markers in the probe output."""
+
+ENROOT_CREDENTIALS = "~/.config/enroot/.credentials"
+"""Where enroot (and Pyxis) read registry credentials on the cluster."""
+
+
+def result(
+    check: str,
+    status: CheckStatus,
+    detail: str,
+    fix: str = "",
+    action: FixAction | None = None,
+    target: str = "",
+    **data: Any,
+) -> CheckResult:
+    """Build a :class:`CheckResult` with the title of ``check``."""
+    return CheckResult(check, CHECKS[check], status, detail, fix, action, target, data)
+
+
+def skipped(check: str, why: str) -> CheckResult:
+    """A ``skip`` result for ``check``."""
+    return result(check, CheckStatus.SKIP, why)
+
+
+# ----------------------------------------------------------------------------------- the probe
+
+_TOOLS_BODY = (
+    "for t in " + " ".join(SLURM_TOOLS) + "; do "
+    'p=$(command -v "$t" 2>/dev/null) || p=""; v=""; '
+    'if [ -n "$p" ]; then v=$("$t" --version </dev/null 2>&1 | head -n 1); fi; '
+    'printf \'%s|%s|%s\\n\' "$t" "$p" "$v"; done'
+)
+_ASSOC_BODY = 'sacctmgr -n -P show assoc where user="$(id -un)" format=account </dev/null'
+_DEFACCT_BODY = 'sacctmgr -n -P show user "$(id -un)" format=defaultaccount </dev/null'
+_ENFORCE_BODY = "scontrol show config </dev/null | grep -i '^AccountingStorageEnforce' || true"
+_PARTITIONS_BODY = "scontrol show partition -o </dev/null"
+_CREDS_BODY = (
+    'if [ -s "$HOME/.config/enroot/.credentials" ]; then echo present; else echo missing; fi'
+)
+_PYXIS_BODY = (
+    "if ! command -v srun >/dev/null 2>&1; then echo nosrun; "
+    "elif srun --help </dev/null 2>&1 | grep -q -e '--container-image'; then echo present; "
+    "else echo missing; fi"
+)
+
+
+def _results_body(path: str) -> str:
+    return (
+        f"d={home_path(path)}; "
+        'if [ -d "$d" ]; then if [ -w "$d" ]; then echo writable; else echo readonly; fi; '
+        'else p="$d"; while [ ! -e "$p" ]; do p=$(dirname "$p"); done; '
+        'if [ -d "$p" ] && [ -w "$p" ]; then echo "creatable|$p"; else echo "blocked|$p"; fi; fi'
+    )
+
+
+def _inputs_body(paths: Sequence[str]) -> str:
+    quoted = " ".join(quote(p) for p in paths)
+    return (
+        f"i=0; for p in {quoted}; do "
+        'if [ -e "$p" ]; then echo "$i|ok"; else echo "$i|missing"; fi; i=$((i+1)); done'
+    )
+
+
+def probe_sections(
+    *,
+    results_dir: str | None,
+    check_pyxis: bool,
+    input_paths: Sequence[str] = (),
+) -> dict[str, str]:
+    """Section name → shell body, for every remote check that applies."""
+    sections = {
+        "tools": _TOOLS_BODY,
+        "assoc": _ASSOC_BODY,
+        "defacct": _DEFACCT_BODY,
+        "enforce": _ENFORCE_BODY,
+        "partitions": _PARTITIONS_BODY,
+        "creds": _CREDS_BODY,
+    }
+    if results_dir:
+        sections["results"] = _results_body(results_dir)
+    if check_pyxis:
+        sections["pyxis"] = _PYXIS_BODY
+    if input_paths:
+        sections["inputs"] = _inputs_body(input_paths)
+    return sections
+
+
+def build_probe_script(sections: Mapping[str, str]) -> str:
+    """One bash script running every section, each framed by begin/end markers with its rc.
+
+    Every section's stdin is closed (an ``srun`` would otherwise eat the rest of the script) and
+    its stderr is folded into stdout, so a failing command explains itself in the detail.
+    """
+    lines = ["exec </dev/null"]
+    for name, body in sections.items():
+        lines.append(f"printf '\\n{MARK} begin {name}\\n'")
+        lines.append(f"( {body} ) 2>&1")
+        lines.append(f"printf '\\n{MARK} end {name} %s\\n' \"$?\"")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Section:
+    """Output of one probe section."""
+
+    rc: int
+    """Exit status of the section's last command."""
+    lines: tuple[str, ...]
+    """Non-empty output lines."""
+
+    @property
+    def text(self) -> str:
+        """The lines joined by newlines."""
+        return "\n".join(self.lines)
+
+
+def parse_probe(output: str) -> dict[str, Section]:
+    """Split the probe output into sections; a section without an end marker is left out."""
+    sections: dict[str, Section] = {}
+    current: str | None = None
+    buf: list[str] = []
+    for raw in output.splitlines():
+        line = raw.rstrip("\r")
+        if line.startswith(MARK + " "):
+            parts = line.split()
+            if len(parts) >= 3 and parts[1] == "begin":
+                current, buf = parts[2], []
+            elif len(parts) >= 4 and parts[1] == "end" and parts[2] == current:
+                try:
+                    rc = int(parts[3])
+                except ValueError:
+                    rc = -1
+                sections[current] = Section(rc, tuple(buf))
+                current, buf = None, []
+            continue
+        if current is not None and line.strip():
+            buf.append(line)
+    return sections
+
+
+def _first_error(section: Section | None) -> str:
+    if section is None:
+        return "no answer from the login host"
+    for line in section.lines:
+        if "error" in line.lower() or "not found" in line.lower():
+            return line.strip()
+    return section.lines[0].strip() if section.lines else f"exit status {section.rc}"
+
+
+# ----------------------------------------------------------------------------------- evaluation
+
+
+def evaluate_profile(missing: Sequence[str], profile_name: str = "") -> CheckResult:
+    """The profile has user, login hosts and partition."""
+    if not missing:
+        return result("profile", CheckStatus.PASS, "user, login hosts and partition are set")
+    names = ", ".join(missing)
+    where = f" of profile '{profile_name}'" if profile_name else ""
+    return result(
+        "profile",
+        CheckStatus.FAIL,
+        f"missing: {names}",
+        f"Fill in {names}{where} in the onboarding screen or config.toml.",
+        FixAction.EDIT_PROFILE,
+        missing=list(missing),
+    )
+
+
+def evaluate_tools(section: Section | None) -> CheckResult:
+    """``squeue``, ``sbatch``, ``sacct`` and ``scancel`` are on the login host's PATH and answer."""
+    if section is None:
+        return skipped("slurm_tools", "no answer from the login host")
+    found: dict[str, tuple[str, str]] = {}
+    for line in section.lines:
+        parts = line.split("|", 2)
+        if len(parts) == 3 and parts[0] in SLURM_TOOLS:
+            found[parts[0]] = (parts[1], parts[2])
+    missing = [t for t in SLURM_TOOLS if not found.get(t, ("", ""))[0]]
+    if missing:
+        names = ", ".join(missing)
+        return result(
+            "slurm_tools",
+            CheckStatus.FAIL,
+            f"not found on the login host: {names}",
+            "Use a login host with the SLURM client installed, or ask your admin to put "
+            f"{names} on the PATH of non-interactive SSH sessions.",
+            FixAction.EDIT_PROFILE,
+            missing=missing,
+        )
+    silent = [t for t in SLURM_TOOLS if not found[t][1]]
+    if silent:
+        names = ", ".join(silent)
+        return result(
+            "slurm_tools",
+            CheckStatus.FAIL,
+            f"{names} did not answer --version",
+            "Check the SLURM client on the login host with your admin.",
+        )
+    version = found["squeue"][1]
+    return result("slurm_tools", CheckStatus.PASS, f"{', '.join(SLURM_TOOLS)} answer ({version})")
+
+
+def _account_lines(section: Section | None) -> list[str]:
+    if section is None or section.rc != 0:
+        return []
+    return [ln.strip() for ln in section.lines if ln.strip() and "error" not in ln.lower()]
+
+
+def _enforces_associations(section: Section | None) -> bool:
+    if section is None:
+        return False
+    for line in section.lines:
+        key, _, value = line.partition("=")
+        if key.strip().lower() == "accountingstorageenforce":
+            return any(
+                w in value.lower() for w in ("associations", "limits", "qos", "safe", "wckeys")
+            )
+    return False
+
+
+def evaluate_account(
+    account: str,
+    assoc: Section | None,
+    default: Section | None,
+    enforce: Section | None,
+) -> CheckResult:
+    """The profile's account, or the one SLURM would use, is valid.
+
+    Decision: an empty account passes when the user has a default account (SLURM charges it) and
+    the detected account is offered as the fix; it fails only when the site enforces associations
+    and SLURM has no default to fall back on.
+    """
+    accounts = sorted(set(_account_lines(assoc)))
+    defaults = _account_lines(default)
+    default_account = defaults[0] if defaults else ""
+    enforced = _enforces_associations(enforce)
+    if account:
+        if not accounts:
+            return result(
+                "account",
+                CheckStatus.PASS,
+                f"'{account}' (not verified: sacctmgr shows no associations)",
+            )
+        if account in accounts:
+            return result("account", CheckStatus.PASS, f"'{account}' is one of your accounts")
+        return result(
+            "account",
+            CheckStatus.FAIL,
+            f"'{account}' is not one of your accounts ({', '.join(accounts)})",
+            f"Set account to one of: {', '.join(accounts)}.",
+            FixAction.SET_ACCOUNT,
+            target=default_account or accounts[0],
+            accounts=accounts,
+        )
+    if default_account:
+        return result(
+            "account",
+            CheckStatus.PASS,
+            f"not set; SLURM charges your default account '{default_account}'",
+            f'Optionally set account = "{default_account}" in the profile.',
+            FixAction.SET_ACCOUNT,
+            target=default_account,
+            accounts=accounts or [default_account],
+        )
+    if accounts:
+        status = CheckStatus.FAIL if enforced else CheckStatus.PASS
+        return result(
+            "account",
+            status,
+            f"not set; you have no default account (accounts: {', '.join(accounts)})",
+            f'Set account = "{accounts[0]}" (or another of yours) in the profile.',
+            FixAction.SET_ACCOUNT,
+            target=accounts[0],
+            accounts=accounts,
+        )
+    if enforced:
+        return result(
+            "account",
+            CheckStatus.FAIL,
+            "the site enforces accounts but sacctmgr shows none for you",
+            "Ask your cluster admin for a SLURM account, then set it in the profile.",
+            FixAction.SET_ACCOUNT,
+            accounts=[],
+        )
+    return skipped("account", "no accounting associations; none needed")
+
+
+_PART_FIELD = re.compile(r"(\w+)=(\S*)")
+
+
+def parse_partitions(text: str) -> dict[str, dict[str, str]]:
+    """``scontrol show partition -o`` output → partition name → its fields."""
+    parts: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        fields = dict(_PART_FIELD.findall(line))
+        name = fields.get("PartitionName")
+        if name:
+            parts[name] = fields
+    return parts
+
+
+def evaluate_partitions(wanted: Sequence[str], section: Section | None) -> CheckResult:
+    """Every configured partition exists; report its MaxTime and state."""
+    if not wanted:
+        return skipped("partitions", "no partition configured")
+    if section is None:
+        return skipped("partitions", "no answer from the login host")
+    table = parse_partitions(section.text)
+    if not table:
+        return result(
+            "partitions",
+            CheckStatus.FAIL,
+            f"could not list partitions: {_first_error(section)}",
+            "Check that the SLURM controller answers (scontrol ping) with your admin.",
+        )
+    missing = [p for p in wanted if p not in table]
+    limits = {p: table[p].get("MaxTime", "?") for p in wanted if p in table}
+    shown = ", ".join(f"{p} (MaxTime {t})" for p, t in limits.items())
+    if missing:
+        return result(
+            "partitions",
+            CheckStatus.FAIL,
+            f"unknown partition(s): {', '.join(missing)}" + (f"; found {shown}" if shown else ""),
+            f"Set partition to existing ones (available: {', '.join(sorted(table))}).",
+            FixAction.EDIT_PROFILE,
+            missing=missing,
+            available=sorted(table),
+            max_time=limits,
+        )
+    down = [p for p in wanted if table[p].get("State", "UP") != "UP"]
+    if down:
+        return result(
+            "partitions",
+            CheckStatus.WARN,
+            f"{shown}; not UP: {', '.join(down)}",
+            "Jobs will wait until the partition is UP again; pick another or ask your admin.",
+            FixAction.EDIT_PROFILE,
+            max_time=limits,
+        )
+    return result("partitions", CheckStatus.PASS, shown, max_time=limits)
+
+
+def evaluate_results_dir(path: str, section: Section | None) -> CheckResult:
+    """The base results dir exists and is writable (or can be created)."""
+    if section is None:
+        return skipped("results_dir", "no answer from the login host")
+    first = section.lines[0] if section.lines else ""
+    if first == "writable":
+        return result("results_dir", CheckStatus.PASS, f"{path} exists and is writable")
+    if first == "readonly":
+        return result(
+            "results_dir",
+            CheckStatus.FAIL,
+            f"{path} is not writable for you",
+            "Set base_results_dir to a directory you own (e.g. under your home or Lustre dir).",
+            FixAction.EDIT_PROFILE,
+            target=path,
+        )
+    kind, _, parent = first.partition("|")
+    if kind == "creatable":
+        return result(
+            "results_dir",
+            CheckStatus.FAIL,
+            f"{path} does not exist",
+            f"Create it: mkdir -p {quote(path)}",
+            FixAction.CREATE_RESULTS_DIR,
+            target=path,
+        )
+    if kind == "blocked":
+        return result(
+            "results_dir",
+            CheckStatus.FAIL,
+            f"{path} does not exist and {parent} is not writable for you",
+            "Set base_results_dir to a directory you can write to.",
+            FixAction.EDIT_PROFILE,
+            target=path,
+        )
+    return result(
+        "results_dir",
+        CheckStatus.FAIL,
+        f"could not check {path}: {_first_error(section)}",
+        "Set base_results_dir to a directory you can write to.",
+        FixAction.EDIT_PROFILE,
+        target=path,
+    )
+
+
+def evaluate_credentials(
+    section: Section | None, *, runtime: str, private_image: bool
+) -> CheckResult:
+    """Enroot credentials exist; needed only for private images under Pyxis.
+
+    Missing credentials are a ``warn`` (public images pull anonymously), a ``fail`` when the spec's
+    image is private, and a ``skip`` with the bare-``srun`` runtime (nothing is pulled).
+    """
+    if section is None:
+        return skipped("enroot_credentials", "no answer from the login host")
+    present = bool(section.lines) and section.lines[0] == "present"
+    if present:
+        return result("enroot_credentials", CheckStatus.PASS, f"{ENROOT_CREDENTIALS} is present")
+    fix = "Install your NGC key: tao-slurm-tui creds install (or the onboarding screen)."
+    if runtime == "none" and not private_image:
+        return result(
+            "enroot_credentials",
+            CheckStatus.SKIP,
+            f"{ENROOT_CREDENTIALS} missing; not needed with container_runtime = none",
+            fix,
+            FixAction.INSTALL_CREDENTIALS,
+        )
+    if private_image:
+        return result(
+            "enroot_credentials",
+            CheckStatus.FAIL,
+            f"{ENROOT_CREDENTIALS} missing and the spec's image is private",
+            fix,
+            FixAction.INSTALL_CREDENTIALS,
+        )
+    return result(
+        "enroot_credentials",
+        CheckStatus.WARN,
+        f"{ENROOT_CREDENTIALS} missing; only public images will pull",
+        fix,
+        FixAction.INSTALL_CREDENTIALS,
+    )
+
+
+def evaluate_pyxis(runtime: str, section: Section | None) -> CheckResult:
+    """``srun --help`` lists ``--container-image`` when the runtime is Pyxis."""
+    if runtime != "pyxis":
+        return skipped("pyxis", f"container_runtime = {runtime}: jobs run with a bare srun")
+    if section is None:
+        return skipped("pyxis", "no answer from the login host")
+    state = section.lines[0] if section.lines else ""
+    if state == "present":
+        return result("pyxis", CheckStatus.PASS, "srun --help lists --container-image")
+    detail = (
+        "srun is not on the PATH"
+        if state == "nosrun"
+        else "srun --help does not list --container-image (no Pyxis plugin)"
+    )
+    return result(
+        "pyxis",
+        CheckStatus.FAIL,
+        detail,
+        'Ask your admin for Pyxis, or set container_runtime = "none" to run on bare metal.',
+        FixAction.EDIT_PROFILE,
+    )
+
+
+def evaluate_inputs(paths: Sequence[str], section: Section | None) -> CheckResult:
+    """Every input path of the spec exists on the cluster (``test -e``)."""
+    if not paths:
+        return skipped("inputs", "the spec lists no input paths")
+    if section is None:
+        return skipped("inputs", "no answer from the login host")
+    ok: set[int] = set()
+    for line in section.lines:
+        idx, _, state = line.partition("|")
+        if state == "ok" and idx.isdigit():
+            ok.add(int(idx))
+    missing = [p for i, p in enumerate(paths) if i not in ok]
+    if missing:
+        return result(
+            "inputs",
+            CheckStatus.FAIL,
+            f"missing on the cluster: {', '.join(missing)}",
+            "Correct the paths in the spec's inputs, or stage the data onto shared storage.",
+            FixAction.EDIT_SPEC,
+            missing=missing,
+        )
+    return result("inputs", CheckStatus.PASS, f"all {len(paths)} input path(s) exist")
+
+
+def image_is_private(image: str) -> bool:
+    """Whether pulling ``image`` needs registry credentials (an NGC org other than ``nvidia``).
+
+    ``nvcr.io/nvidia/...`` is NGC's public catalog; other nvcr.io orgs (``nvstaging``,
+    ``nvidian``, team orgs) need the NGC key. Other registries: unknown, assumed public.
+    """
+    image = image.strip()
+    for prefix in ("docker://", "nvcr.io#", "nvcr.io/"):
+        if image.startswith(prefix):
+            rest = image[len(prefix) :]
+            if prefix == "docker://":
+                return image_is_private(rest)
+            org = rest.split("/", 1)[0]
+            return org != "nvidia"
+    return False

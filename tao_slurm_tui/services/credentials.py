@@ -1,0 +1,185 @@
+"""The NGC key → the remote enroot credentials file, without leaving a trace.
+
+Pyxis/enroot on the compute nodes read registry credentials from
+``~/.config/enroot/.credentials`` (netrc format); they do not see an ``NGC_KEY`` in the job's
+environment. This module writes that file for the user.
+
+How the key travels: only on the **stdin** of **one** remote ``bash -c SCRIPT`` process whose
+command line is the fixed :data:`INSTALL_SCRIPT` (no secret in it). The script reads the key into
+an unexported shell variable with the ``read`` builtin and writes it with the ``printf`` builtin,
+so it never appears in any process's argv or environment, in a temp file *name*, or in shell
+history (non-interactive bash keeps none). It keeps every other machine's entry already in the
+file (the platform's ``cat >`` recipe destroys them) and replaces the file atomically (temp file in
+the same directory, ``chmod 600``, ``mv``), under ``umask 077`` in a 0700 directory.
+
+Locally the key lives only inside a :class:`Secret` whose ``repr``/``str`` are masked, so a
+traceback that shows locals never prints it; exceptions raised here carry no part of it.
+"""
+
+from __future__ import annotations
+
+from tao_slurm_tui.core.quoting import home_path
+from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.remote.connection import Connection, RemoteError
+
+CREDENTIALS_PATH = "~/.config/enroot/.credentials"
+"""The file enroot reads, on the login host (home directories are shared with compute nodes)."""
+
+NGC_MACHINES = ("nvcr.io", "authn.nvidia.com")
+"""The two netrc machines the NGC key is written for (login ``$oauthtoken``)."""
+
+INSTALL_SCRIPT = r"""set -u
+umask 077
+d="$HOME/.config/enroot"
+f="$d/.credentials"
+mkdir -p "$d" || exit 3
+chmod 700 "$d" || exit 3
+key=""
+IFS= read -r key || [ -n "$key" ] || exit 4
+[ -n "$key" ] || exit 4
+t=$(mktemp "$d/.credentials.XXXXXXXXXX") || exit 5
+trap 'rm -f "$t"' EXIT
+re='^[[:space:]]*machine[[:space:]]+(nvcr\.io|authn\.nvidia\.com)([[:space:]]|$)'
+{
+  if [ -f "$f" ]; then
+    while IFS= read -r line || [ -n "$line" ]; do
+      [[ $line =~ $re ]] && continue
+      printf '%s\n' "$line"
+    done < "$f"
+  fi
+  printf 'machine nvcr.io login $oauthtoken password %s\n' "$key"
+  printf 'machine authn.nvidia.com login $oauthtoken password %s\n' "$key"
+} > "$t" || exit 6
+key=""
+chmod 600 "$t" || exit 6
+mv -f "$t" "$f" || exit 6
+trap - EXIT
+echo installed
+"""
+"""Run as ``bash -c INSTALL_SCRIPT`` with the key as the first line of stdin.
+
+Only shell builtins touch the key (``read``, ``[[ ]]``, ``printf``); the external commands
+(``mkdir``, ``chmod``, ``mktemp``, ``mv``) get file names only. Existing lines are filtered with
+builtins too, so the old key never reaches an argv either.
+"""
+
+CHECK_COMMAND = "test -s " + home_path(CREDENTIALS_PATH)
+"""``test -s`` on the credentials file."""
+
+_EXIT_REASONS = {
+    3: "could not create ~/.config/enroot (mode 0700) on the cluster",
+    4: "the key did not arrive on the remote side",
+    5: "could not create a temporary file in ~/.config/enroot",
+    6: "could not write ~/.config/enroot/.credentials",
+}
+
+
+class Secret:
+    """A secret string whose ``repr``/``str`` never show it (safe in tracebacks with locals)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value: str | None = value
+
+    def reveal(self) -> str:
+        """The secret itself; use it inline, never keep it in a variable.
+
+        Raises:
+            BadInput: the secret was already cleared.
+        """
+        if self._value is None:
+            raise BadInput("The secret was already used and cleared; enter it again.")
+        return self._value
+
+    def clear(self) -> None:
+        """Drop the reference to the value (best effort: Python strings cannot be wiped)."""
+        self._value = None
+
+    def __repr__(self) -> str:
+        return "Secret('********')"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
+def validate_ngc_key(key: str | Secret) -> Secret:
+    """Check an NGC API key the user typed or piped; surrounding whitespace is dropped.
+
+    Returns:
+        The key, stripped, wrapped in a :class:`Secret`.
+
+    Raises:
+        BadInput: empty, or a space, tab, line break or control character inside (the message
+            never repeats the value).
+    """
+    raw = key.reveal() if isinstance(key, Secret) else key
+    stripped = raw.strip()
+    del raw
+    if not stripped:
+        raise BadInput(
+            "The NGC key is empty; paste the API key from ngc.nvidia.com (Setup > API Key)."
+        )
+    if any(ch.isspace() for ch in stripped):
+        raise BadInput(
+            "The NGC key contains a space, tab or line break; paste it again as one line."
+        )
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in stripped):
+        raise BadInput("The NGC key contains a control character; paste it again as plain text.")
+    return Secret(stripped)
+
+
+async def install_ngc_credentials(connection: Connection, key: str | Secret) -> None:
+    """Write the NGC key into ``~/.config/enroot/.credentials`` on the cluster.
+
+    The file ends up with every previous line except the ``nvcr.io`` / ``authn.nvidia.com``
+    entries, then the two ``machine ... login $oauthtoken password <key>`` lines; mode 0600 in a
+    0700 directory, replaced atomically. The key travels only on stdin (see the module doc).
+    A :class:`Secret` passed in is cleared afterwards, whatever happens.
+
+    Raises:
+        BadInput: the key is empty or malformed (see :func:`validate_ngc_key`).
+        OperationFailed: the cluster could not be reached or the file could not be written.
+    """
+    secret = validate_ngc_key(key)
+    if isinstance(key, Secret):
+        key.clear()
+    del key
+    failure = ""
+    status = 0
+    try:
+        res = await connection.run(
+            ["bash", "-c", INSTALL_SCRIPT],
+            input=secret.reveal() + "\n",
+            check=False,
+            retry_on_drop=True,  # the script is idempotent
+        )
+        status = res.exit_status if res.exit_status is not None else -1
+        ok = res.ok and "installed" in res.stdout
+    except RemoteError as exc:
+        failure = str(exc)
+        ok = False
+    finally:
+        secret.clear()
+    # Raised outside the except block so no traceback context (with frames holding the
+    # key as a call argument) is chained to the error.
+    if failure:
+        raise OperationFailed(f"Could not install the enroot credentials: {failure}")
+    if not ok:
+        reason = _EXIT_REASONS.get(status, f"the remote script failed (exit status {status})")
+        raise OperationFailed(
+            f"Could not install the enroot credentials: {reason}; "
+            "check your home directory's quota and permissions on the cluster."
+        )
+
+
+async def credentials_present(connection: Connection) -> bool:
+    """Whether ``~/.config/enroot/.credentials`` exists and is not empty on the cluster.
+
+    Raises:
+        OperationFailed: the cluster could not be reached.
+    """
+    res = await connection.run(CHECK_COMMAND, check=False)
+    return res.ok

@@ -1,0 +1,525 @@
+"""The doctor: ordered preflight checks, each with a status, a detail and one remediation.
+
+Used by ``tao-slurm-tui doctor`` and by the TUI's onboarding screen (through the back end). The
+order is the order a new user fixes things in:
+
+1. profile complete (user, login hosts, partition) — local
+2. private key present and private (or an ssh-agent) — local
+3. host key known for each login host — local known_hosts; a host is contacted only to show
+   the fingerprint of a key that is not known yet
+4. key-only login, per login host (which ones work)
+5. one remote round trip over the first working connection, running a script with marked
+   sections (:mod:`tao_slurm_tui.core.preflight`): SLURM commands, account, partitions with
+   their MaxTime, results dir writable, enroot credentials, Pyxis, the spec's input paths.
+
+Statuses: ``pass``, ``fail``, ``warn`` (usable, worth a look) and ``skip``; the doctor "passes"
+when nothing failed. Every failing result names one fix and, where the program can do it for the
+user, an ``action`` id for the TUI's fix button
+(:class:`~tao_slurm_tui.core.preflight.FixAction`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core import preflight
+from tao_slurm_tui.core.preflight import (
+    CheckResult,
+    CheckStatus,
+    FixAction,
+    result,
+    skipped,
+)
+from tao_slurm_tui.core.quoting import home_path
+from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.remote.connection import (
+    ConnectError,
+    Connection,
+    HostKeyInfo,
+    KeyLoadError,
+    KeyPermissionError,
+    RemoteError,
+    check_key_permissions,
+    fetch_host_key,
+)
+from tao_slurm_tui.remote.hostkeys import keys_for_host, read_known_hosts
+from tao_slurm_tui.services.sshsetup import (
+    DEFAULT_KEY,
+    LoginCheck,
+    known_hosts_path,
+    open_key_login,
+    remediation_prompt,
+)
+
+__all__ = [
+    "CheckResult",
+    "CheckStatus",
+    "DoctorReport",
+    "FixAction",
+    "SpecFacts",
+    "check_host_keys",
+    "check_ssh_key",
+    "create_results_dir",
+    "load_spec_facts",
+    "run_doctor",
+]
+
+_DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+"""Keys asyncssh (like OpenSSH) tries when the profile names none."""
+
+_KEY_ACTIONS = {FixAction.INSTALL_KEY, FixAction.GENERATE_KEY, FixAction.FIX_PERMISSIONS}
+"""Login failures the platform's manual SSH recipe addresses."""
+
+PROBE_TIMEOUT = 90.0
+"""Seconds the one remote probe may take (an unreachable slurmctld alone costs ~9 s per call)."""
+
+ResultCallback = Callable[[CheckResult], None]
+"""Called with each result as soon as it is known (the TUI fills its list progressively)."""
+
+
+@dataclass
+class DoctorReport:
+    """Every check's result, in order."""
+
+    results: list[CheckResult] = field(default_factory=list)
+    """The results in the order they ran."""
+    host: str | None = None
+    """The login host the remote checks ran on (None when no login worked)."""
+    remediation: str = ""
+    """The platform's manual SSH set-up prompt, filled in, when no key-only login worked."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no check failed (``warn`` and ``skip`` are fine)."""
+        return not any(r.failed for r in self.results)
+
+    def get(self, check: str) -> CheckResult | None:
+        """The result of the check with id ``check``."""
+        return next((r for r in self.results if r.check == check), None)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The ``doctor --json`` list: ``{"check","status","detail","fix", ...}`` per check."""
+        return [r.to_json() for r in self.results]
+
+
+@dataclass(frozen=True)
+class SpecFacts:
+    """What the doctor needs from a job spec."""
+
+    image: str = ""
+    """The container image."""
+    paths: tuple[str, ...] = ()
+    """Cluster paths to ``test -e``: the inputs, then path-like ``[specs]`` values (converted)."""
+
+
+# ----------------------------------------------------------------------------------- spec
+
+
+def load_spec_facts(path: str | Path) -> SpecFacts:
+    """Read a spec's image and the cluster paths submit would ``test -e``.
+
+    The spec is fully validated (:func:`tao_slurm_tui.core.spec.load_spec`); its paths are
+    :meth:`~tao_slurm_tui.core.spec.JobSpec.paths_to_check` (inputs, then path-like ``[specs]``
+    values, converted from ``lustre://``), the same list ``submit`` checks.
+
+    Raises:
+        BadInput: the file cannot be read or is not a valid spec.
+    """
+    spec = load_spec(Path(path).expanduser())
+    return SpecFacts(spec.image, tuple(spec.paths_to_check()))
+
+
+# ----------------------------------------------------------------------------------- local checks
+
+
+def _agent_available(environ: Mapping[str, str]) -> bool:
+    sock = environ.get("SSH_AUTH_SOCK", "")
+    return bool(sock) and Path(sock).exists()
+
+
+def check_ssh_key(profile: Profile, environ: Mapping[str, str] | None = None) -> CheckResult:
+    """The private key exists, is private (not group/other readable) and loads; or an agent."""
+    env = os.environ if environ is None else environ
+    configured = bool(profile.ssh_key_path)
+    if configured:
+        candidates = [Path(profile.ssh_key_path).expanduser()]
+    else:
+        candidates = [Path(p).expanduser() for p in _DEFAULT_KEYS if Path(p).expanduser().exists()]
+        if not candidates:
+            if _agent_available(env):
+                return result("ssh_key", CheckStatus.PASS, "ssh-agent (SSH_AUTH_SOCK)")
+            target = str(Path(DEFAULT_KEY).expanduser())
+            return result(
+                "ssh_key",
+                CheckStatus.FAIL,
+                "no ssh_key_path set, no key in ~/.ssh and no ssh-agent",
+                f"Generate a key pair at {target} (press Generate, or run "
+                f'ssh-keygen -t ed25519 -N "" -f {target}).',
+                FixAction.GENERATE_KEY,
+                target,
+            )
+    key = candidates[0]
+    if not key.exists():
+        return result(
+            "ssh_key",
+            CheckStatus.FAIL,
+            f"{key} does not exist",
+            f"Generate a key pair there (press Generate, or run "
+            f'ssh-keygen -t ed25519 -N "" -f {key}), or point ssh_key_path at your key.',
+            FixAction.GENERATE_KEY,
+            str(key),
+        )
+    try:
+        check_key_permissions(key)
+    except KeyPermissionError as exc:
+        return result(
+            "ssh_key",
+            CheckStatus.FAIL,
+            f"{key} is accessible by other users (mode {exc.mode:04o})",
+            f"Run `chmod 600 {key}` (or press Fix).",
+            FixAction.FIX_PERMISSIONS,
+            str(key),
+        )
+    except KeyLoadError as exc:
+        return result(
+            "ssh_key",
+            CheckStatus.FAIL,
+            str(exc),
+            "Point ssh_key_path at your private key.",
+            FixAction.EDIT_PROFILE,
+            str(key),
+        )
+    try:
+        loaded = asyncssh.read_private_key(key)
+    except (asyncssh.KeyEncryptionError, asyncssh.KeyImportError) as exc:
+        encrypted = isinstance(exc, asyncssh.KeyEncryptionError) or "assphrase" in str(exc)
+        if not encrypted:
+            return result(
+                "ssh_key",
+                CheckStatus.FAIL,
+                f"{key} is not a usable private key ({exc})",
+                "Point ssh_key_path at your private key, or generate a new pair.",
+                FixAction.EDIT_PROFILE,
+                str(key),
+            )
+        if _agent_available(env) and not configured:
+            return result("ssh_key", CheckStatus.PASS, f"{key} has a passphrase; ssh-agent is used")
+        return result(
+            "ssh_key",
+            CheckStatus.FAIL,
+            f"{key} has a passphrase, which the program cannot ask for on every connection",
+            f"Add it to ssh-agent (`ssh-add {key}`) and leave ssh_key_path empty.",
+            FixAction.EDIT_PROFILE,
+            str(key),
+        )
+    except OSError as exc:
+        return result(
+            "ssh_key",
+            CheckStatus.FAIL,
+            f"{key} is not a usable private key ({exc})",
+            "Point ssh_key_path at your private key, or generate a new pair.",
+            FixAction.EDIT_PROFILE,
+            str(key),
+        )
+    algorithm = loaded.get_algorithm()
+    return result("ssh_key", CheckStatus.PASS, f"{key} ({algorithm}, mode 0600 or stricter)")
+
+
+async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
+    """Each login host's key is in known_hosts.
+
+    Only hosts without an entry are contacted, to show the key's fingerprint for trusting it
+    (a *changed* key surfaces in the login check, which refuses it).
+
+    Returns:
+        The result and the hosts that are known (the only ones worth a login attempt).
+    """
+    kh = known_hosts_path(profile)
+    text = read_known_hosts(kh)
+    known: list[str] = []
+    unknown: list[HostKeyInfo] = []
+    unreachable: list[tuple[str, str]] = []
+    for host in profile.hostnames:
+        if keys_for_host(text, host, profile.port):
+            known.append(host)
+            continue
+        try:
+            unknown.append(await fetch_host_key(host, profile.port, profile.connect_timeout))
+        except ConnectError as exc:
+            reason = exc.failures[0][1] if exc.failures else str(exc)
+            unreachable.append((host, reason))
+    if not unknown and not unreachable:
+        return result("host_keys", CheckStatus.PASS, f"known in {kh}: {', '.join(known)}"), known
+    parts = [f"{i.host}: not in {kh} ({i.key_type} {i.fingerprint})" for i in unknown]
+    parts += [f"{h}: unreachable ({r})" for h, r in unreachable]
+    hosts = [
+        {
+            "host": i.host,
+            "port": i.port,
+            "key_type": i.key_type,
+            "fingerprint": i.fingerprint,
+            "public_key": i.public_key,
+        }
+        for i in unknown
+    ]
+    if unknown:
+        first = unknown[0]
+        scan = f"ssh-keyscan{'' if profile.port == 22 else f' -p {profile.port}'}"
+        fix = (
+            f"Check the fingerprint {first.fingerprint} with your cluster admins, then trust it "
+            f"(press Trust, or run {scan} {first.host} >> {kh})."
+        )
+        return result(
+            "host_keys",
+            CheckStatus.FAIL,
+            "; ".join(parts),
+            fix,
+            FixAction.TRUST_HOST,
+            first.host,
+            hosts=hosts,
+            known=known,
+        ), known
+    return result(
+        "host_keys",
+        CheckStatus.FAIL,
+        "; ".join(parts),
+        f"Check the login host names and port {profile.port} (and your VPN).",
+        FixAction.EDIT_PROFILE,
+        unreachable[0][0],
+        hosts=hosts,
+        known=known,
+    ), known
+
+
+def _login_result(
+    profile: Profile, checks: Sequence[LoginCheck], not_tried: Sequence[str]
+) -> CheckResult:
+    ok = [c.host for c in checks if c.ok]
+    bad = [c for c in checks if not c.ok]
+    parts = []
+    if ok:
+        parts.append(f"works on {', '.join(ok)}")
+    parts += [f"{c.host}: {c.reason.rstrip('.')}" for c in bad]
+    if not_tried:
+        parts.append(f"not tried (host key unknown or host unreachable): {', '.join(not_tried)}")
+    detail = "; ".join(parts) or "no login host to try"
+    failed = [c.host for c in bad]
+    if not bad and not not_tried and ok:
+        return result("login", CheckStatus.PASS, detail, ok_hosts=ok)
+    fix, action, target = _login_fix(profile, bad)
+    status = CheckStatus.WARN if ok else CheckStatus.FAIL
+    return result(
+        "login",
+        status,
+        detail,
+        fix,
+        action,
+        target,
+        ok_hosts=ok,
+        failed_hosts=failed,
+        not_tried=list(not_tried),
+    )
+
+
+def _login_fix(profile: Profile, bad: Sequence[LoginCheck]) -> tuple[str, FixAction | None, str]:
+    if not bad:
+        return "Trust the host keys of the remaining login hosts first.", FixAction.TRUST_HOST, ""
+    first = bad[0]
+    if first.two_factor:
+        return first.reason, None, first.host
+    if first.error == "KeyPermissionError":
+        key = str(Path(profile.ssh_key_path).expanduser())
+        return f"Run `chmod 600 {key}` (or press Fix).", FixAction.FIX_PERMISSIONS, key
+    if first.error == "KeyLoadError":
+        return first.reason, FixAction.GENERATE_KEY, profile.ssh_key_path
+    if first.error == "AuthenticationFailed":
+        return (
+            f"Install your public key on {first.host} with a one-time password login (press "
+            "Install key), or follow the manual steps (ssh-copy-id).",
+            FixAction.INSTALL_KEY,
+            first.host,
+        )
+    if first.error == "UnknownHostKey":
+        return "Trust the host key first.", FixAction.TRUST_HOST, first.host
+    if first.error == "HostKeyChanged":
+        return first.reason, None, first.host
+    return (
+        "Check the login host names, the port and your network or VPN.",
+        FixAction.EDIT_PROFILE,
+        "",
+    )
+
+
+# ----------------------------------------------------------------------------------- the doctor
+
+
+async def run_doctor(
+    profile: Profile,
+    *,
+    profile_name: str = "",
+    spec_path: str | Path | None = None,
+    spec: SpecFacts | None = None,
+    connection: Connection | None = None,
+    on_result: ResultCallback | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> DoctorReport:
+    """Run every check in order.
+
+    Args:
+        profile: the profile to check.
+        profile_name: its name (for messages).
+        spec_path: a job spec whose image and input paths are checked too (``doctor --spec``).
+        spec: already loaded spec facts (instead of ``spec_path``).
+        connection: an open connection to reuse for the remote checks (the TUI's); its host
+            counts as a working login. Without one, a key-only connection is opened per login
+            host and closed afterwards.
+        on_result: called with each result as soon as it is known.
+        environ: environment (for ``SSH_AUTH_SOCK``); default ``os.environ``.
+
+    Raises:
+        BadInput: the spec cannot be read.
+    """
+    report = DoctorReport()
+
+    def emit(res: CheckResult) -> None:
+        report.results.append(res)
+        if on_result is not None:
+            on_result(res)
+
+    facts = spec if spec is not None else (load_spec_facts(spec_path) if spec_path else None)
+
+    profile_result = preflight.evaluate_profile(profile.missing_required(), profile_name)
+    emit(profile_result)
+    emit(check_ssh_key(profile, environ))
+    if not profile.hostnames or not profile.user:
+        for check in list(preflight.CHECKS)[2:]:
+            emit(skipped(check, "the profile is incomplete"))
+        return report
+
+    host_result, known = await check_host_keys(profile)
+    emit(host_result)
+
+    checks: list[LoginCheck] = []
+    working: Connection | None = None
+    opened: list[Connection] = []
+    if connection is not None and not connection.connected:
+        # Warm up the caller's connection; if it cannot connect, the per-host login checks
+        # below say why.
+        with contextlib.suppress(RemoteError, BadInput):
+            await connection.connect()
+    reuse_host = connection.host if connection is not None and connection.connected else None
+    try:
+        for host in profile.hostnames:
+            if host == reuse_host:
+                checks.append(LoginCheck(host, True))
+                continue
+            if host not in known:
+                continue
+            login, conn = await open_key_login(profile, host)
+            checks.append(login)
+            if conn is not None:
+                opened.append(conn)
+                if working is None and reuse_host is None:
+                    working = conn
+                else:
+                    await conn.close()
+        if reuse_host is not None:
+            working = connection
+        not_tried = [h for h in profile.hostnames if h not in known and h != reuse_host]
+        login_result = _login_result(profile, checks, not_tried)
+        emit(login_result)
+        if working is None:
+            for check in list(preflight.CHECKS)[4:]:
+                emit(skipped(check, "no key-only login works yet"))
+            if login_result.action in _KEY_ACTIONS:
+                report.remediation = remediation_prompt(profile)
+            return report
+        report.host = working.host
+        for res in await _remote_checks(working, profile, facts):
+            emit(res)
+    finally:
+        for conn in opened:
+            await conn.close()
+    return report
+
+
+async def _remote_checks(
+    conn: Connection, profile: Profile, facts: SpecFacts | None
+) -> list[CheckResult]:
+    """Run the probe script once and evaluate every remote check from its output."""
+    paths = list(facts.paths) if facts else []
+    sections = preflight.probe_sections(
+        results_dir=profile.results_root,
+        check_pyxis=profile.container_runtime == "pyxis",
+        input_paths=paths,
+    )
+    script = preflight.build_probe_script(sections)
+    error = ""
+    parsed: dict[str, preflight.Section] = {}
+    try:
+        res = await conn.run(
+            ["bash", "-c", script], timeout=max(PROBE_TIMEOUT, profile.command_timeout)
+        )
+        parsed = preflight.parse_probe(res.stdout)
+        if not parsed:
+            error = (res.stderr.strip().splitlines() or [f"exit status {res.exit_status}"])[-1]
+    except RemoteError as exc:
+        error = str(exc)
+    if error:
+        why = f"the remote checks failed: {error}"
+        return [
+            result(
+                check,
+                CheckStatus.FAIL,
+                why,
+                "Run the doctor again; if it persists, check the login host.",
+            )
+            for check in list(preflight.CHECKS)[4:]
+        ]
+    private = bool(facts and facts.image and preflight.image_is_private(facts.image))
+    out = [
+        preflight.evaluate_tools(parsed.get("tools")),
+        preflight.evaluate_account(
+            profile.account, parsed.get("assoc"), parsed.get("defacct"), parsed.get("enforce")
+        ),
+        preflight.evaluate_partitions(profile.partitions, parsed.get("partitions")),
+        preflight.evaluate_results_dir(profile.results_root, parsed.get("results")),
+        preflight.evaluate_credentials(
+            parsed.get("creds"), runtime=profile.container_runtime, private_image=private
+        ),
+        preflight.evaluate_pyxis(profile.container_runtime, parsed.get("pyxis")),
+    ]
+    if facts is None:
+        out.append(skipped("inputs", "no spec given (doctor --spec SPEC.toml checks its inputs)"))
+    else:
+        inputs = preflight.evaluate_inputs(list(facts.paths), parsed.get("inputs"))
+        out.append(inputs)
+    return out
+
+
+# ----------------------------------------------------------------------------------- fixes
+
+
+async def create_results_dir(connection: Connection, path: str) -> None:
+    """``mkdir -p`` the base results dir on the cluster (the ``create_results_dir`` fix).
+
+    Raises:
+        OperationFailed: the directory could not be created.
+    """
+    res = await connection.run(f"mkdir -p -- {home_path(path)}", check=False)
+    if not res.ok:
+        last = next((ln for ln in reversed(res.stderr.splitlines()) if ln.strip()), "")
+        raise OperationFailed(
+            f"Could not create {path} on {res.host}"
+            + (f" ({last.strip()})" if last else "")
+            + "; choose a base_results_dir you can write to."
+        )
