@@ -1,0 +1,309 @@
+"""The one interface the TUI talks to: a back end object passed into the App.
+
+The UI never opens a connection or imports asyncssh; it calls the methods of a :class:`Backend`
+(harlequin's layering). Two implementations exist: the real cluster back end (services over the
+one SSH connection) and :class:`~tao_slurm_tui.services.fake.FakeBackend`, deterministic, for
+snapshot tests, Pilot tests and screenshots.
+
+This module imports no Textual (an import-contract test keeps it so).
+
+Conventions every implementation follows:
+
+* Methods raise :class:`~tao_slurm_tui.errors.TaoError` subclasses (``BadInput``,
+  ``OperationFailed``) carrying one plain sentence for the user; anything else is a bug.
+* Listeners registered with :meth:`Backend.add_listener` are called on the event loop's thread.
+* Secrets (password, NGC key, passphrase) are used once and dropped; never stored or logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.models import JobRecord, TaoStatus
+
+ConnectionStateName = Literal["disconnected", "connecting", "connected", "reconnecting", "down"]
+"""Values of :attr:`Backend.connection_state` (the ``ConnectionState`` enum's values)."""
+
+LogStreamName = Literal["out", "err"]
+"""Which log of the latest attempt: ``main.out`` or ``main.err``."""
+
+CheckStatus = Literal["pass", "fail", "skip"]
+"""Outcome of one doctor check."""
+
+FixAction = Literal[
+    "generate_key",
+    "install_key",
+    "trust_host",
+    "fix_permissions",
+    "install_credentials",
+    "set_account",
+]
+"""A fix the UI can offer as a button next to a failing check."""
+
+
+class SubmitStage(StrEnum):
+    """Visible stages of a submission, reported through ``on_progress`` in this order."""
+
+    CHECKING = "checking inputs"
+    STAGING = "staging"
+    SQSH = "sqsh conversion job"
+    SBATCH = "sbatch"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One doctor check with its outcome and, on failure, one remedy."""
+
+    check: str
+    """Short name of the check (``"host key known (login1)"``)."""
+    status: CheckStatus
+    """pass, fail or skip."""
+    detail: str = ""
+    """What was found, one sentence."""
+    fix: str = ""
+    """What to do about a failure, one sentence (empty when it passed)."""
+    action: FixAction | None = None
+    """A fix the UI can run for the user (a button), if there is one."""
+    target: str = ""
+    """What the action applies to: the host for ``trust_host``, the detected account for
+    ``set_account``; empty otherwise."""
+
+    def to_json(self) -> dict[str, str]:
+        """The ``doctor --json`` contract: check, status, detail, fix."""
+        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class HostKeyInfo:
+    """A login host's key as fetched (not yet trusted)."""
+
+    host: str
+    port: int
+    key_type: str
+    """e.g. ``ssh-ed25519``."""
+    fingerprint: str
+    """``SHA256:...`` exactly as ``ssh-keygen -lf`` prints it."""
+
+
+@dataclass(frozen=True)
+class LogBatch:
+    """A batch of new log lines (never one message per line)."""
+
+    lines: list[str]
+    """New complete lines, without their newline."""
+    attempt: int
+    """Attempt number the lines belong to (0 = first submission)."""
+    separator: str | None = None
+    """When set, a new attempt starts with these lines: show this text as a separator first."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Everything the TUI may ask of the cluster, the store and the config."""
+
+    @property
+    def profile_name(self) -> str:
+        """Name of the active profile."""
+        ...
+
+    @property
+    def profile(self) -> Profile:
+        """The active profile (environment overrides applied)."""
+        ...
+
+    def profile_names(self) -> list[str]:
+        """Names of every configured profile, sorted."""
+        ...
+
+    def save_profile(self, name: str, profile: Profile, *, make_default: bool = False) -> None:
+        """Add or replace a profile in the config file and make it the active one.
+
+        Raises:
+            BadInput: the name or a field is invalid.
+        """
+        ...
+
+    @property
+    def connection_state(self) -> str:
+        """One of :data:`ConnectionStateName`."""
+        ...
+
+    @property
+    def last_poll(self) -> float | None:
+        """``time.time()`` of the last successful :meth:`refresh`, None before the first."""
+        ...
+
+    def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(state)`` whenever the connection state changes.
+
+        Returns:
+            A function that removes the listener.
+        """
+        ...
+
+    async def refresh(self) -> list[JobRecord]:
+        """One monitor tick: one round trip for every active job, due retries done.
+
+        Returns:
+            Every job of the profile, terminal ones included (store order: newest first).
+
+        Raises:
+            OperationFailed: the cluster could not be reached (the store is unchanged).
+        """
+        ...
+
+    def jobs(self) -> list[JobRecord]:
+        """Every job of the profile from the store, without touching the network."""
+        ...
+
+    async def job_detail(self, job_id: str) -> JobRecord:
+        """One job with its full attempt history.
+
+        Raises:
+            BadInput: no job has this id.
+        """
+        ...
+
+    async def cancel(self, job_id: str) -> JobRecord:
+        """scancel every attempt of the job; an already finished job counts as success.
+
+        Returns:
+            The job as it is now (Canceled unless it had finished).
+        """
+        ...
+
+    def default_spec(self) -> dict[str, Any]:
+        """A spec dict with the profile's defaults, for a new job in the composer."""
+        ...
+
+    def validate_spec(self, data: dict[str, Any]) -> dict[str, str]:
+        """Validate a spec dict without network access.
+
+        Returns:
+            ``{field: one-sentence message}``, empty when the spec is valid.
+        """
+        ...
+
+    async def partition_limits(self) -> dict[str, float]:
+        """MaxTime in hours of every configured partition (``inf`` when unlimited)."""
+        ...
+
+    def render(self, spec: dict[str, Any]) -> str:
+        """The sbatch script the spec would submit (no network).
+
+        Raises:
+            BadInput: the spec is invalid (the message names the field).
+        """
+        ...
+
+    async def submit(
+        self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]
+    ) -> JobRecord:
+        """Validate (remote paths too), stage and submit; report each stage as it starts.
+
+        Raises:
+            BadInput: the spec is invalid or an input path does not exist.
+            OperationFailed: SLURM refused the job (its message is in the sentence).
+        """
+        ...
+
+    async def doctor(self) -> list[CheckResult]:
+        """Run the preflight checks in order."""
+        ...
+
+    async def fetch_host_key(self, host: str) -> HostKeyInfo:
+        """Fetch a login host's key for the user to inspect; nothing is written."""
+        ...
+
+    async def trust_host(self, host: str) -> None:
+        """Write the host's key (as fetched) to known_hosts, after the user confirmed."""
+        ...
+
+    async def generate_key(self, passphrase: str | None) -> str:
+        """Generate an ed25519 key pair (mode 0600) at the profile's key path.
+
+        Returns:
+            The private key's path.
+        """
+        ...
+
+    async def install_key(self, password: str) -> None:
+        """Install the public key with one password login (the password is used once)."""
+        ...
+
+    async def fix_key_permissions(self) -> None:
+        """chmod 600 the private key, with the user's consent."""
+        ...
+
+    async def install_credentials(self, ngc_key: str) -> None:
+        """Write the NGC key into the remote enroot credentials (stdin only; never stored)."""
+        ...
+
+    def follow_logs(self, job_id: str, stream: LogStreamName) -> AsyncIterator[LogBatch]:
+        """Follow ``main.out``/``main.err`` of the job from the start, across attempts.
+
+        The iterator waits quietly while the file does not exist, yields batches of new lines,
+        and ends only when cancelled (or when the job is terminal and everything was read).
+        """
+        ...
+
+    async def close(self) -> None:
+        """Close the connection and release resources."""
+        ...
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+TransitionKind = Literal["finished", "failed", "canceled", "retried"]
+"""Job events worth a notification."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A change of a job between two refreshes that the user should hear about."""
+
+    job_id: str
+    kind: TransitionKind
+    message: str
+    """One sentence for the notification."""
+
+
+def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> list[Transition]:
+    """Events between two snapshots of the jobs (new jobs are not events).
+
+    Args:
+        before: The previous snapshot, by job id.
+        after: The new records.
+
+    Returns:
+        Finished / failed / canceled / retried events, in the order of ``after``.
+    """
+    events: list[Transition] = []
+    for job in after:
+        old = before.get(job.id)
+        if old is None:
+            continue
+        if job.retries > old.retries:
+            events.append(
+                Transition(
+                    job.id,
+                    "retried",
+                    f"{job.id} was retried (attempt {job.retries + 1})"
+                    + (f": {job.message}" if job.message else "."),
+                )
+            )
+        if job.status == old.status:
+            continue
+        if job.status is TaoStatus.COMPLETE:
+            events.append(Transition(job.id, "finished", f"{job.id} finished."))
+        elif job.status is TaoStatus.ERROR:
+            why = f": {job.message}" if job.message else "."
+            events.append(Transition(job.id, "failed", f"{job.id} failed{why}"))
+        elif job.status is TaoStatus.CANCELED:
+            events.append(Transition(job.id, "canceled", f"{job.id} was canceled."))
+    return events
