@@ -46,7 +46,7 @@ def test_render_demo_spec(config: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_render_entrypoint(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--config", str(config), "render", "--entrypoint", str(DEMO)]) == 0
     out = capsys.readouterr().out
-    assert "for e in 1 2 3" in out
+    assert "examples/train.py --epochs 12" in out
     result = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True, check=False)
     assert result.returncode == 0, result.stderr
 
