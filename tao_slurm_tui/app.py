@@ -1,36 +1,214 @@
-"""The Textual application (placeholder until the screens land)."""
+"""The Textual application: screens over one back end object (which never imports Textual).
+
+:func:`make_app` builds the app for the CLI, the tests and the screenshot script alike; the back
+end is passed in (harlequin's layering), so the UI opens no connection itself.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from textual.app import App, ComposeResult
-from textual.widgets import Footer, Header, Static
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState
 
+from tao_slurm_tui.config import Settings
+from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
+from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.screens.error import ErrorModal
+from tao_slurm_tui.screens.palette import TaoCommands
+from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.widgets.theme import TAO_DARK
 
 if TYPE_CHECKING:
     from tao_slurm_tui.commands.context import CliContext
 
+log = logging.getLogger(__name__)
+
+STYLESHEETS = ("app", "queue", "composer", "logs", "onboarding", "modals", "help")
+"""One .tcss per screen (every rule prefixed by the screen's class)."""
+
+BackendFactory = Callable[[str], Backend]
+"""Builds the back end of a profile by name (for 'switch profile')."""
+
 
 class TaoSlurmApp(App[None]):
-    """tao-slurm-tui."""
+    """tao-slurm-tui: queue, composer, logs and set-up over one back end."""
 
     TITLE = "tao-slurm-tui"
-    CSS_PATH = [str(styles_dir() / "app.tcss")]
-    BINDINGS = [("q", "quit", "Quit")]
+    CSS_PATH = [str(styles_dir() / f"{name}.tcss") for name in STYLESHEETS]
+    COMMANDS = App.COMMANDS | {TaoCommands}
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("n", "new_job", "New job", id="app.new_job"),
+        Binding("d", "doctor", "Set-up", id="app.doctor"),
+        Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit"),
+    ]
 
-    def __init__(self, profile_name: str = "") -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        settings: Settings | None = None,
+        clock: Callable[[], float] | None = None,
+        backend_factory: BackendFactory | None = None,
+    ) -> None:
+        """Create the app (prefer :func:`make_app`).
+
+        Args:
+            backend: The only door to the cluster, store and config.
+            settings: App settings (poll interval, keymap, theme).
+            clock: 'Now' for displayed ages (frozen in tests).
+            backend_factory: Builds another profile's back end (profile switching).
+        """
         super().__init__()
-        self.sub_title = profile_name
+        settings = settings or Settings()
+        self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
+        self.backend_factory = backend_factory
+        self.register_theme(TAO_DARK)
+        self.theme = settings.theme if settings.theme in self.available_themes else TAO_DARK.name
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("tao-slurm-tui", id="placeholder")
-        yield Footer()
+    @property
+    def backend(self) -> Backend:
+        """The active back end."""
+        return self.ctx.backend
+
+    def on_mount(self) -> None:
+        """Apply the keymap, open the queue, and the set-up first when the profile is incomplete."""
+        from tao_slurm_tui.screens.onboarding import OnboardingScreen
+        from tao_slurm_tui.screens.queue import QueueScreen
+
+        if self.ctx.settings.keys:
+            self.set_keymap(self.ctx.settings.keys)
+        self.push_screen(QueueScreen(self.ctx))
+        if self.backend.profile.missing_required():
+            self.push_screen(OnboardingScreen(self.ctx))
+
+    # ------------------------------------------------------------------ errors
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place a failed worker is reported: a toast, or a modal for the unexpected."""
+        if event.state is not WorkerState.ERROR:
+            return
+        self.report_error(event.worker.error)
+
+    def report_error(self, error: BaseException | None) -> None:
+        """Show ``error`` without a traceback: TaoError as a toast, anything else as a modal."""
+        if isinstance(error, TaoError):
+            self.notify(str(error), severity="error")
+            return
+        log.error("unexpected error", exc_info=error)
+        name = type(error).__name__ if error else "Error"
+        self.push_screen(
+            ErrorModal(
+                "Something went wrong",
+                f"{name}: {error}. The app keeps running; if this repeats, run "
+                "'tao-slurm-tui doctor' and report the problem.",
+            )
+        )
+
+    # ------------------------------------------------------------------ actions
+    def action_help(self) -> None:
+        """Show every key binding."""
+        from tao_slurm_tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.ctx))
+
+    def action_new_job(self) -> None:
+        """Open the composer with the profile's defaults."""
+        from tao_slurm_tui.screens.composer import ComposerScreen
+
+        if not isinstance(self.screen, ComposerScreen):
+            self.push_screen(ComposerScreen(self.ctx))
+
+    def action_doctor(self) -> None:
+        """Open the set-up screen (profile + doctor)."""
+        from tao_slurm_tui.screens.onboarding import OnboardingScreen
+
+        if not isinstance(self.screen, OnboardingScreen):
+            self.push_screen(OnboardingScreen(self.ctx))
+
+    def action_queue(self) -> None:
+        """Back to the queue (the bottom screen)."""
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def action_logs(self) -> None:
+        """Logs of the job selected in the queue."""
+        from tao_slurm_tui.screens.queue import QueueScreen
+
+        self.action_queue()
+        if isinstance(self.screen, QueueScreen):
+            self.screen.action_logs()
+
+    def switch_profile(self, name: str) -> None:
+        """Use another profile: a new back end, the queue rebuilt on it."""
+        from tao_slurm_tui.screens.queue import QueueScreen
+
+        if self.backend_factory is None:
+            self.notify(f"Restart with --profile {name} to use that profile.", severity="warning")
+            return
+        try:
+            backend = self.backend_factory(name)
+        except TaoError as error:
+            self.notify(str(error), severity="error")
+            return
+        old, self.ctx.backend = self.ctx.backend, backend
+        self.run_worker(old.close(), group="close", exit_on_error=False)
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(QueueScreen(self.ctx))
+        self.notify(f"Profile '{name}' is active.")
+
+    async def action_quit(self) -> None:
+        """Close the back end, then exit."""
+        await self.backend.close()
+        self.exit()
+
+
+def make_app(
+    backend: Backend,
+    *,
+    settings: Settings | None = None,
+    clock: Callable[[], float] | None = None,
+    backend_factory: BackendFactory | None = None,
+) -> TaoSlurmApp:
+    """Build the app (shared by the CLI, the tests and the screenshot script).
+
+    Args:
+        backend: The back end (the cluster one, or ``FakeBackend``).
+        settings: App settings; defaults when None.
+        clock: 'Now'; ``time.time`` when None.
+        backend_factory: Builds another profile's back end, enabling 'switch profile'.
+    """
+    return TaoSlurmApp(backend, settings=settings, clock=clock, backend_factory=backend_factory)
 
 
 def run_app(ctx: CliContext) -> int:
-    """Open the TUI for the CLI context's profile."""
-    TaoSlurmApp(ctx.profile_name).run()
+    """Open the TUI for the CLI context's profile.
+
+    ``TAO_SLURM_TUI_DEMO=1`` runs it on the deterministic fake back end (no cluster needed).
+    """
+    import os
+
+    settings = ctx.config.settings
+    factory: BackendFactory
+    if os.environ.get("TAO_SLURM_TUI_DEMO") == "1":
+        from tao_slurm_tui.services.fake import FakeBackend
+
+        def factory(name: str) -> Backend:
+            return FakeBackend(profile_name=name)
+
+    else:
+        # The real back end lives in services/cluster.py (services + the one SSH connection).
+        from tao_slurm_tui.services.cluster import ClusterBackend
+
+        def factory(name: str) -> Backend:
+            backend: Backend = ClusterBackend(ctx.config, name)
+            return backend
+
+    make_app(factory(ctx.profile_name), settings=settings, backend_factory=factory).run()
     return 0

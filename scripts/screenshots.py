@@ -1,0 +1,96 @@
+"""Render screenshots/*.svg from the app on the deterministic fake back end."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tao_slurm_tui.app import TaoSlurmApp, make_app  # noqa: E402
+from tao_slurm_tui.config import Settings  # noqa: E402
+from tao_slurm_tui.screens.composer import ComposerScreen  # noqa: E402
+from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
+from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend  # noqa: E402
+
+SIZE = (120, 36)
+OUT = ROOT / "screenshots"
+
+Step = Callable[[TaoSlurmApp, Pilot[None]], Awaitable[None]]
+
+
+async def _settle(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.3)
+
+
+async def queue(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("down", "down", "down", "down")  # the retried job's history
+
+
+async def composer(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    spec = app.backend.default_spec() | {
+        "name": "dino-train-2",
+        "command": "dino train -e /specs/train.yaml",
+    }
+    screen = ComposerScreen(app.ctx, spec)
+    await app.push_screen(screen)
+    await _settle(app, pilot)
+    screen.query_one("#f-time_hours", Input).value = "10"
+    await _settle(app, pilot)
+
+
+async def logs(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await app.push_screen(LogsScreen(app.ctx, "bert-retried"))
+    await pilot.pause(0.3)
+    await pilot.press("slash", *"NCCL", "enter")
+
+
+async def onboarding(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("d")
+
+
+async def help_screen(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("question_mark")
+
+
+SHOTS: dict[str, Step] = {
+    "queue": queue,
+    "composer": composer,
+    "logs": logs,
+    "onboarding": onboarding,
+    "help": help_screen,
+}
+
+
+async def shoot(name: str, step: Step) -> Path:
+    """Run the app on the fake back end, drive it to a screen, save the SVG."""
+    app = make_app(
+        FakeBackend(clock=lambda: FROZEN_TIME),
+        settings=Settings(poll_interval=3600),
+        clock=lambda: FROZEN_TIME,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        await step(app, pilot)
+        # Not wait_for_complete(): log followers run until their screen closes.
+        await pilot.pause(0.5)
+        path = Path(app.save_screenshot(filename=f"{name}.svg", path=str(OUT)))
+    return path
+
+
+async def main() -> None:
+    OUT.mkdir(exist_ok=True)
+    for name, step in SHOTS.items():
+        print(await shoot(name, step))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

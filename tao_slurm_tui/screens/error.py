@@ -1,0 +1,41 @@
+"""A fatal error explained in one sentence (never a traceback)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label
+
+
+class ErrorModal(ModalScreen[None]):
+    """Shows what went wrong and what to do; closes with Enter or Escape."""
+
+    BINDINGS = [Binding("escape,enter", "close", "Close", id="error.close")]
+
+    def __init__(self, title: str, message: str) -> None:
+        """Create the modal.
+
+        Args:
+            title: A few words.
+            message: One or two sentences for the user.
+        """
+        super().__init__()
+        self.title_text = title
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        """Title, message, a close button."""
+        with Vertical(id="dialog"):
+            yield Label(self.title_text, id="title")
+            yield Label(self.message, id="message")
+            yield Button("Close", id="close", variant="error")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Close."""
+        self.dismiss(None)
+
+    def action_close(self) -> None:
+        """Close."""
+        self.dismiss(None)

@@ -1,0 +1,50 @@
+"""Command palette provider: the app's own commands (new job, queue, logs, doctor, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from tao_slurm_tui.app import TaoSlurmApp
+
+
+class TaoCommands(Provider):
+    """Offers the app's verbs and one 'switch profile' command per profile."""
+
+    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        app: TaoSlurmApp = self.app  # type: ignore[assignment]
+        commands: list[tuple[str, str, Callable[[], object]]] = [
+            ("New job", "Open the composer with the profile's defaults", app.action_new_job),
+            ("Queue", "Go to the job queue (home)", app.action_queue),
+            ("Logs of selected job", "Follow main.out / main.err", app.action_logs),
+            ("Doctor", "Check the set-up and fix what fails", app.action_doctor),
+            ("Profiles", "Create or edit a cluster profile", app.action_doctor),
+            ("Help", "Every key binding per screen", app.action_help),
+        ]
+        for name in app.backend.profile_names():
+            if name != app.backend.profile_name:
+                commands.append(
+                    (
+                        f"Switch profile: {name}",
+                        f"Use the '{name}' cluster profile",
+                        partial(app.switch_profile, name),
+                    )
+                )
+        return commands
+
+    async def discover(self) -> Hits:
+        """Everything, before the user types."""
+        for name, help_text, callback in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        """Fuzzy-match the commands."""
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)

@@ -1,0 +1,281 @@
+"""The home screen: the live job queue, a detail pane, and the actions on a job."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual import getters, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input
+
+from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.screens.confirm import ConfirmModal
+from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.services.backend import Transition, transitions
+from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.job_detail import JobDetail
+from tao_slurm_tui.widgets.job_table import JobTable, job_plain_cells
+
+MAX_BACKOFF = 300.0
+"""Longest wait between polls while the cluster cannot be reached (seconds)."""
+
+_SEVERITY = {
+    "finished": "information",
+    "failed": "error",
+    "canceled": "warning",
+    "retried": "warning",
+}
+
+
+def matches_filter(job: JobRecord, text: str) -> bool:
+    """True when every word of ``text`` appears in one of the job's columns (any case)."""
+    haystack = " ".join(job_plain_cells(job).values()).lower()
+    return all(word in haystack for word in text.lower().split())
+
+
+class QueueScreen(Screen[None]):
+    """Jobs of the profile, polled in the background while this screen is visible."""
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", id="queue.filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="queue.clear_filter"),
+        Binding("l", "logs", "Logs", id="queue.logs"),
+        Binding("c", "cancel_job", "Cancel", id="queue.cancel"),
+        Binding("e", "clone", "Clone", id="queue.clone"),
+        Binding("r", "refresh", "Refresh", id="queue.refresh"),
+        Binding("f", "toggle_finished", "Finished", id="queue.toggle_finished"),
+        Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
+    ]
+
+    table = getters.query_one("#jobs", JobTable)
+    detail = getters.query_one("#detail", JobDetail)
+    filter_input = getters.query_one("#filter", Input)
+
+    def __init__(self, ctx: UiContext) -> None:
+        """Create the screen.
+
+        Args:
+            ctx: Back end, settings and clock.
+        """
+        super().__init__()
+        self.ctx = ctx
+        self.all_jobs: dict[str, JobRecord] = {}
+        """Every job of the last snapshot (before filtering), by id."""
+        self.filter_text = ""
+        self.show_finished = True
+        self.failures = 0
+        """Consecutive failed polls (drives the backoff)."""
+        self._timer: Timer | None = None
+        self._suspended = True
+
+    @property
+    def poll_interval(self) -> float:
+        """Seconds between polls (settings.poll_interval, at least 2)."""
+        return max(2.0, self.ctx.settings.poll_interval)
+
+    def compose(self) -> ComposeResult:
+        """Header, filter, table, detail, footer."""
+        yield AppHeader(self.ctx.backend, self.ctx.clock, "queue")
+        yield Input(placeholder="filter: words matching any column", id="filter")
+        yield JobTable(id="jobs")
+        with VerticalScroll(id="detail-box"):
+            yield JobDetail(id="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show what the store has at once; the first poll follows on resume."""
+        self.query_one("#detail-box").border_title = "Details"
+        self._apply(self.ctx.backend.jobs(), announce=False)
+        self.table.focus()
+
+    # ------------------------------------------------------------------ poller
+    def on_screen_resume(self) -> None:
+        """Visible again: poll now and keep polling."""
+        self._suspended = False
+        self.poll()
+
+    def on_screen_suspend(self) -> None:
+        """Hidden: stop polling (a poll in flight finishes but is not re-armed)."""
+        self._suspended = True
+        self._stop_timer()
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def _arm(self, delay: float) -> None:
+        # Re-armed only after a poll finished, so polls never overlap.
+        self._stop_timer()
+        if not self._suspended:
+            self._timer = self.set_timer(delay, self.poll, name="queue-poll")
+
+    @work(exclusive=True, group="poll", exit_on_error=False)
+    async def poll(self) -> None:
+        """One refresh, then arm the next (backing off while the cluster is unreachable)."""
+        self._stop_timer()
+        delay = self.poll_interval
+        rearm = True
+        try:
+            jobs = await self.ctx.backend.refresh()
+        except asyncio.CancelledError:
+            rearm = False  # a newer poll replaced this one and arms its own timer
+            raise
+        except TaoError as error:
+            self.failures += 1
+            delay = min(MAX_BACKOFF, self.poll_interval * 2**self.failures)
+            self.notify(
+                f"{error} Trying again in {delay:.0f} s.",
+                title="Queue not refreshed",
+                severity="error",
+            )
+        else:
+            self.failures = 0
+            self._apply(jobs)
+        finally:
+            self.query_one(AppHeader).refresh()
+            if rearm:
+                self._arm(delay)
+
+    # ------------------------------------------------------------------ table
+    def _visible(self) -> list[JobRecord]:
+        return [
+            job
+            for job in self.all_jobs.values()
+            if (self.show_finished or not job.status.terminal)
+            and (not self.filter_text or matches_filter(job, self.filter_text))
+        ]
+
+    def _apply(self, jobs: list[JobRecord], *, announce: bool = True) -> None:
+        events = transitions(self.all_jobs, jobs) if announce else []
+        self.all_jobs = {job.id: job for job in jobs}
+        self._show()
+        self._announce(events)
+
+    def _show(self) -> None:
+        self.table.apply(self._visible())
+        self._show_detail()
+        shown, total = self.table.row_count, len(self.all_jobs)
+        self.table.border_subtitle = (
+            f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
+        )
+
+    def _announce(self, events: list[Transition]) -> None:
+        for event in events:
+            self.notify(event.message, title=f"Job {event.kind}", severity=_SEVERITY[event.kind])  # type: ignore[arg-type]
+        if events:
+            self.app.bell()
+
+    def _show_detail(self) -> None:
+        job_id = self.table.cursor_job_id
+        self.detail.show(self.all_jobs.get(job_id) if job_id else None)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Show the highlighted job and fetch its full attempt history."""
+        job_id = event.row_key.value
+        if job_id is not None:
+            self.detail.show(self.all_jobs.get(job_id))
+            self.load_detail(job_id)
+
+    @work(exclusive=True, group="detail", exit_on_error=False)
+    async def load_detail(self, job_id: str) -> None:
+        """Replace the pane's content with the job's full history (if still selected)."""
+        job = await self.ctx.backend.job_detail(job_id)
+        if self.table.cursor_job_id == job_id:
+            self.detail.show(job)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter opens the logs."""
+        self.action_logs()
+
+    # ------------------------------------------------------------------ actions
+    def _selected(self) -> JobRecord | None:
+        job_id = self.table.cursor_job_id
+        job = self.all_jobs.get(job_id) if job_id else None
+        if job is None:
+            self.notify("Select a job first.", severity="warning")
+        return job
+
+    def action_filter(self) -> None:
+        """Show and focus the filter."""
+        self.filter_input.add_class("-visible")
+        self.filter_input.focus()
+
+    def action_clear_filter(self) -> None:
+        """Clear and hide the filter."""
+        self.filter_input.value = ""
+        self.filter_input.remove_class("-visible")
+        self.table.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self._show()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def action_toggle_finished(self) -> None:
+        """Hide or show jobs that are Complete, Error or Canceled."""
+        self.show_finished = not self.show_finished
+        self._show()
+        self.notify(
+            "Finished jobs shown." if self.show_finished else "Finished jobs hidden.", timeout=2
+        )
+
+    def action_refresh(self) -> None:
+        """Poll now."""
+        self.poll()
+
+    def action_logs(self) -> None:
+        """Open the selected job's logs."""
+        from tao_slurm_tui.screens.logs import LogsScreen
+
+        job = self._selected()
+        if job is not None:
+            self.app.push_screen(LogsScreen(self.ctx, job.id))
+
+    def action_clone(self) -> None:
+        """Open the composer with a copy of the selected job's spec under a new name."""
+        from tao_slurm_tui.screens.composer import ComposerScreen
+
+        job = self._selected()
+        if job is None:
+            return
+        spec = dict(job.spec)
+        base, n = job.id, 2
+        while f"{base}-{n}" in self.all_jobs:
+            n += 1
+        spec["name"] = f"{base}-{n}"[:64]
+        self.app.push_screen(ComposerScreen(self.ctx, spec))
+
+    def action_cancel_job(self) -> None:
+        """Cancel the selected job after confirmation."""
+        job = self._selected()
+        if job is None:
+            return
+        if job.status.terminal:
+            self.notify(f"{job.id} already ended ({job.status}).", severity="warning")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.cancel_job(job.id)
+
+        question = f"Cancel {job.id}? Every SLURM attempt of it will be scancelled."
+        self.app.push_screen(ConfirmModal(question, "Cancel job", danger=True), confirmed)
+
+    @work(group="cancel", exit_on_error=False)
+    async def cancel_job(self, job_id: str) -> None:
+        """scancel through the back end, then show the result."""
+        job = await self.ctx.backend.cancel(job_id)
+        before = dict(self.all_jobs)
+        self.all_jobs[job.id] = job
+        self._show()
+        self._announce(transitions(before, [job]))

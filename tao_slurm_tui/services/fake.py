@@ -1,0 +1,598 @@
+"""A deterministic back end for snapshot tests, Pilot tests, screenshots and demos.
+
+Seeded data covers every state the screens show (pending for several reasons, running with
+progress, complete, error, canceled, paused, a retried job), a doctor run with failures and a
+log of a few hundred lines with an attempt separator. Nothing touches the network, the clock is
+injectable and every tick changes exactly one job, so tests can assert exact outcomes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from typing import Any
+
+from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.services.backend import (
+    CheckResult,
+    HostKeyInfo,
+    LogBatch,
+    LogStreamName,
+    SubmitStage,
+)
+
+FROZEN_TIME = 1_778_400_000.0
+"""The fake's default 'now' (a fixed instant, so screens render identically every run)."""
+
+FAKE_HOST = "login1.example.org"
+"""The fake profile's first login host."""
+
+FAKE_FINGERPRINT = "SHA256:q3Xn9bUj1yKc8wq1mO0z7HcW2m0e4vN9kXJt4aF1b2c"
+"""Host key fingerprint the fake reports."""
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_SPEC_KEYS = {
+    "name",
+    "image",
+    "command",
+    "num_nodes",
+    "num_gpus",
+    "cpus_per_task",
+    "time_hours",
+    "timeout_hours",
+    "partition",
+    "account",
+    "container_mounts",
+    "use_requeue",
+    "use_sqsh",
+    "inputs",
+    "env",
+    "specs",
+}
+
+
+def fake_profile() -> Profile:
+    """The profile the fake pretends to use."""
+    return Profile(
+        user="researcher",
+        hostnames=[FAKE_HOST, "login2.example.org"],
+        port=22,
+        ssh_key_path="~/.ssh/id_ed25519",
+        partition="polar,polar3,gpu-long",
+        base_results_dir="/lustre/fsw/users/researcher",
+        container_runtime="pyxis",
+    )
+
+
+def _spec(name: str, **over: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": name,
+        "image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt",
+        "command": f"dino train -e /specs/{name}.yaml",
+        "num_nodes": 1,
+        "num_gpus": 4,
+        "cpus_per_task": 16,
+        "time_hours": 4.0,
+        "timeout_hours": 3.8,
+        "partition": "polar",
+        "account": "",
+        "container_mounts": ["/lustre"],
+        "use_requeue": True,
+        "use_sqsh": True,
+        "inputs": ["lustre:///lustre/data/coco/train.json"],
+        "env": {},
+        "specs": {},
+    }
+    spec.update(over)
+    return spec
+
+
+def _attempt(number: int, slurm_id: int, state: str, **over: Any) -> Attempt:
+    base = Attempt(
+        number=number,
+        slurm_job_id=str(slurm_id),
+        login_host=FAKE_HOST,
+        state=state,
+        partition="polar",
+        time_limit="04:00:00",
+        submit_time="2026-05-10T08:00:00",
+    )
+    return replace(base, **over)
+
+
+def seed_jobs(now: float = FROZEN_TIME) -> list[JobRecord]:
+    """Jobs in every state the screens show, newest first."""
+    root = fake_profile().results_root
+
+    def job(
+        i: int, name: str, status: TaoStatus, state: str, attempts: list[Attempt], **over: Any
+    ) -> JobRecord:
+        spec = over.pop("spec", None) or _spec(name)
+        return JobRecord(
+            id=name,
+            profile="fake",
+            spec=spec,
+            base_results_dir=root,
+            status=status,
+            slurm_state=state,
+            attempts=attempts,
+            submitted=True,
+            created_at=now - 3600 * i,
+            updated_at=now - 60 * i,
+            **over,
+        )
+
+    return [
+        job(0, "dino-train-1", TaoStatus.RUNNING, "RUNNING",
+            [_attempt(0, 1051, "RUNNING", nodes="gpu-a01", start_time="2026-05-10T08:02:11",
+                      elapsed="01:12:04")],
+            progress=Progress(epoch=7, max_epoch=20, eta="0:41:12", status="RUNNING",
+                              kpi={"loss": 0.412})),
+        job(1, "yolo-finetune", TaoStatus.PENDING, "PENDING",
+            [_attempt(0, 1052, "PENDING", reason="Resources", est_start="2026-05-10T14:30:00",
+                      elapsed="00:00:00")]),
+        job(2, "seg-large", TaoStatus.PENDING, "PENDING",
+            [_attempt(0, 1053, "PENDING", reason="Priority", elapsed="00:00:00")],
+            spec=_spec("seg-large", num_nodes=2, num_gpus=8)),
+        job(3, "classify-long", TaoStatus.PENDING, "PENDING",
+            [_attempt(0, 1054, "PENDING", reason="PartitionTimeLimit", time_limit="2-00:00:00",
+                      elapsed="00:00:00")],
+            spec=_spec("classify-long", time_hours=48.0, timeout_hours=47.5)),
+        job(4, "bert-retried", TaoStatus.RUNNING, "RUNNING",
+            [_attempt(0, 1040, "NODE_FAIL", nodes="gpu-b03", exit_code="0:0",
+                      start_time="2026-05-10T04:00:05", end_time="2026-05-10T05:10:44",
+                      elapsed="01:10:39", retry_reason="NODE_FAIL on gpu-b03"),
+             _attempt(1, 1049, "RUNNING", nodes="gpu-a02", start_time="2026-05-10T05:12:00",
+                      elapsed="03:01:30")],
+            progress=Progress(epoch=3, max_epoch=10, eta="2:05:00", status="RUNNING"),
+            message="Retried after NODE_FAIL on gpu-b03."),
+        job(5, "mae-pretrain", TaoStatus.PAUSED, "SUSPENDED",
+            [_attempt(0, 1044, "SUSPENDED", nodes="gpu-a03", elapsed="00:20:00")]),
+        job(6, "dep-waiter", TaoStatus.PENDING, "PENDING",
+            [_attempt(0, 1055, "PENDING", reason="Dependency", elapsed="00:00:00")]),
+        job(7, "detect-ok", TaoStatus.COMPLETE, "COMPLETED",
+            [_attempt(0, 1031, "COMPLETED", nodes="gpu-a01", exit_code="0:0",
+                      start_time="2026-05-09T22:00:00", end_time="2026-05-10T01:10:00",
+                      elapsed="03:10:00")],
+            progress=Progress(epoch=20, max_epoch=20, status="SUCCESS",
+                              message="Training finished successfully."),
+            message="Training finished successfully."),
+        job(8, "detect-bad", TaoStatus.ERROR, "FAILED",
+            [_attempt(0, 1030, "FAILED", nodes="gpu-a04", exit_code="1:0",
+                      start_time="2026-05-09T21:00:00", end_time="2026-05-09T21:03:12",
+                      elapsed="00:03:12")],
+            message="ValueError: dataset_config.train_data_sources is empty."),
+        job(9, "timeout-job", TaoStatus.ERROR, "TIMEOUT",
+            [_attempt(0, 1021, "TIMEOUT", nodes="gpu-a02", exit_code="0:15",
+                      start_time="2026-05-09T12:00:00", end_time="2026-05-09T16:00:00",
+                      elapsed="04:00:00")],
+            message="The job hit its wall time (04:00:00)."),
+        job(10, "ocr-stop", TaoStatus.CANCELED, "CANCELLED",
+            [_attempt(0, 1020, "CANCELLED", nodes="gpu-a01", exit_code="0:15",
+                      elapsed="00:45:00")]),
+        job(11, "unet-small", TaoStatus.COMPLETE, "COMPLETED",
+            [_attempt(0, 1012, "COMPLETED", nodes="gpu-a03", exit_code="0:0",
+                      elapsed="00:52:10")],
+            progress=Progress(epoch=10, max_epoch=10, status="SUCCESS")),
+    ]  # fmt: skip
+
+
+def seed_doctor() -> list[CheckResult]:
+    """A doctor run with some failures, each with its fix."""
+    return [
+        CheckResult("profile complete", "pass", "user, login hosts and partition are set."),
+        CheckResult("private key present", "pass", "~/.ssh/id_ed25519 exists."),
+        CheckResult(
+            "private key permissions",
+            "fail",
+            "~/.ssh/id_ed25519 is readable by others (mode 0644).",
+            "Restrict it: chmod 600 ~/.ssh/id_ed25519.",
+            "fix_permissions",
+        ),
+        CheckResult(
+            f"host key known ({FAKE_HOST})",
+            "fail",
+            f"{FAKE_HOST} is not in known_hosts.",
+            "Check its fingerprint and trust it.",
+            "trust_host",
+            FAKE_HOST,
+        ),
+        CheckResult(
+            f"key-only login ({FAKE_HOST})",
+            "fail",
+            "The server refused the key.",
+            "Install your public key with a one-time password login.",
+            "install_key",
+        ),
+        CheckResult("SLURM commands answer", "skip", "Needs a working login."),
+        CheckResult(
+            "account",
+            "fail",
+            "No account is set and the site requires one.",
+            "Use the detected account 'edgeai'.",
+            "set_account",
+            "edgeai",
+        ),
+        CheckResult("partitions exist", "pass", "polar (4:00:00), polar3 (4:00:00), gpu-long."),
+        CheckResult("results dir writable", "skip", "Needs a working login."),
+        CheckResult(
+            "enroot credentials",
+            "fail",
+            "~/.config/enroot/.credentials is missing (needed for private images).",
+            "Install your NGC key.",
+            "install_credentials",
+        ),
+        CheckResult("pyxis present", "skip", "Needs a working login."),
+    ]
+
+
+def _log_lines(stream: LogStreamName, attempt: int, count: int) -> list[str]:
+    if stream == "err":
+        return [
+            f"[attempt {attempt + 1}] WARNING: dataloader worker {i % 8} slow ({i * 3 % 97} ms)"
+            for i in range(count)
+        ]
+    lines = [f"[attempt {attempt + 1}] Starting training on {count} steps"]
+    for i in range(1, count):
+        epoch = i // 20 + 1
+        lines.append(
+            f"Epoch {epoch:>2}/20 step {i:>4}: loss={1.0 / (1 + i * 0.01):.4f} lr=0.0001 "
+            f"throughput={900 + i % 50} img/s"
+        )
+    if attempt == 0:
+        lines.append("NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0")
+    return lines
+
+
+class FakeBackend:
+    """A :class:`~tao_slurm_tui.services.backend.Backend` with seeded, scripted data.
+
+    Every :meth:`refresh` advances ``dino-train-1`` by one epoch (Complete at 20) and touches no
+    other job, so a keyed-diff test can assert that exactly one row changed.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] | None = None,
+        jobs: list[JobRecord] | None = None,
+        profile: Profile | None = None,
+        profile_name: str = "fake",
+        log_lines: int = 300,
+    ) -> None:
+        self.clock: Callable[[], float] = clock or (lambda: FROZEN_TIME)
+        """Injectable 'now'."""
+        self._profile = profile if profile is not None else fake_profile()
+        self._profile_name = profile_name
+        self._profiles: dict[str, Profile] = {profile_name: self._profile}
+        self._jobs: dict[str, JobRecord] = {
+            j.id: j for j in (jobs if jobs is not None else seed_jobs(self.clock()))
+        }
+        self._state = "connected"
+        self._last_poll: float | None = self.clock() - 4
+        self._listeners: list[Callable[[str], None]] = []
+        self._checks = seed_doctor()
+        self._next_slurm_id = 1100
+        self.log_lines = log_lines
+        """Lines per attempt the log stream yields at once."""
+        self.live_log: tuple[int, float] | None = None
+        """(lines, interval) to keep yielding after the seeded lines; None: stay quiet."""
+        self.refresh_error: str | None = None
+        """When set, :meth:`refresh` fails with this message (and the state goes down)."""
+        self.submit_error: str | None = None
+        """When set, :meth:`submit` fails with this message at the sbatch stage."""
+        self.refresh_count = 0
+        """How many refreshes ran."""
+        self.installed_credentials = 0
+        """How many times credentials were installed (the key itself is never kept)."""
+        self.trusted_hosts: list[str] = []
+        self.closed = False
+
+    # ---------------------------------------------------------------- profile & connection
+    @property
+    def profile_name(self) -> str:
+        """Name of the active profile."""
+        return self._profile_name
+
+    @property
+    def profile(self) -> Profile:
+        """The active profile."""
+        return self._profile
+
+    def profile_names(self) -> list[str]:
+        """Every profile name, sorted."""
+        return sorted(self._profiles)
+
+    def save_profile(self, name: str, profile: Profile, *, make_default: bool = False) -> None:
+        """Keep the profile in memory and make it active."""
+        if not _NAME_RE.match(name):
+            raise BadInput(
+                f"Profile name {name!r} is invalid: use letters, digits, '.', '_' or '-'."
+            )
+        self._profiles[name] = profile
+        self._profile_name = name
+        self._profile = profile
+
+    @property
+    def connection_state(self) -> str:
+        """Current connection state."""
+        return self._state
+
+    @property
+    def last_poll(self) -> float | None:
+        """Time of the last successful refresh."""
+        return self._last_poll
+
+    def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Register a connection-state listener."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def set_state(self, state: str) -> None:
+        """Change the connection state and tell the listeners (test hook)."""
+        self._state = state
+        for callback in list(self._listeners):
+            callback(state)
+
+    # ---------------------------------------------------------------- jobs
+    async def refresh(self) -> list[JobRecord]:
+        """Advance the running job by one epoch and return every job."""
+        await asyncio.sleep(0)
+        if self.refresh_error:
+            self.set_state("down")
+            raise OperationFailed(self.refresh_error)
+        if self._state != "connected":
+            self.set_state("connected")
+        self.refresh_count += 1
+        job = self._jobs.get("dino-train-1")
+        if job is not None and not job.status.terminal and job.progress.epoch is not None:
+            job = copy.deepcopy(job)
+            epoch = (job.progress.epoch or 0) + 1
+            job.progress.epoch = epoch
+            if job.progress.max_epoch and epoch >= job.progress.max_epoch:
+                job.status = TaoStatus.COMPLETE
+                job.slurm_state = "COMPLETED"
+                job.attempts[-1].state = "COMPLETED"
+                job.attempts[-1].exit_code = "0:0"
+                job.message = "Training finished successfully."
+            self._jobs[job.id] = job
+        self._last_poll = self.clock()
+        return self.jobs()
+
+    def jobs(self) -> list[JobRecord]:
+        """Every job, newest first (copies: callers may keep them as snapshots)."""
+        ordered = sorted(self._jobs.values(), key=lambda j: -j.created_at)
+        return [copy.deepcopy(j) for j in ordered]
+
+    def put_job(self, job: JobRecord) -> None:
+        """Add or replace a job (test hook)."""
+        self._jobs[job.id] = copy.deepcopy(job)
+
+    async def job_detail(self, job_id: str) -> JobRecord:
+        """One job with its attempts."""
+        await asyncio.sleep(0)
+        try:
+            return copy.deepcopy(self._jobs[job_id])
+        except KeyError:
+            raise BadInput(f"No job named {job_id!r}; check the id in the queue.") from None
+
+    async def cancel(self, job_id: str) -> JobRecord:
+        """Mark the job Canceled (finished jobs stay as they are)."""
+        job = await self.job_detail(job_id)
+        if not job.status.terminal:
+            job.status = TaoStatus.CANCELED
+            job.slurm_state = "CANCELLED"
+            if job.attempts:
+                job.attempts[-1].state = "CANCELLED"
+            self._jobs[job_id] = copy.deepcopy(job)
+        return job
+
+    # ---------------------------------------------------------------- composer
+    def default_spec(self) -> dict[str, Any]:
+        """A new spec with the profile's defaults."""
+        return _spec(
+            "new-job",
+            partition=self._profile.partitions[0] if self._profile.partitions else "",
+            inputs=[],
+            command="",
+        )
+
+    def validate_spec(self, data: dict[str, Any]) -> dict[str, str]:
+        """The platform's rules, simplified (the real back end uses core.spec)."""
+        errors: dict[str, str] = {}
+        for key in data:
+            if key not in _SPEC_KEYS:
+                errors[key] = f"'{key}' is not a spec field; check its spelling."
+        name = str(data.get("name", ""))
+        if not _NAME_RE.match(name):
+            errors["name"] = "Use 1-64 letters, digits, '.', '_' or '-'."
+        if not str(data.get("image", "")).strip():
+            errors["image"] = (
+                "Give a container image, e.g. nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt."
+            )
+        if not str(data.get("command", "")).strip():
+            errors["command"] = "Give the command to run inside the container."
+        for key, low in (("num_nodes", 1), ("num_gpus", 0), ("cpus_per_task", 1)):
+            value = data.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                errors[key] = f"Must be a whole number of at least {low}."
+        for key in ("time_hours", "timeout_hours"):
+            value = data.get(key)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                errors[key] = "Must be a number of hours above 0."
+        t, to = data.get("time_hours"), data.get("timeout_hours")
+        if (
+            "timeout_hours" not in errors
+            and isinstance(t, int | float)
+            and isinstance(to, int | float)
+            and to >= t
+        ):
+            errors["timeout_hours"] = (
+                "Must be shorter than the wall time so the job can stop cleanly."
+            )
+        partition = str(data.get("partition", "") or "")
+        if partition and partition not in self._profile.partitions:
+            known = ", ".join(self._profile.partitions)
+            errors["partition"] = f"Unknown partition {partition!r}; the profile has {known}."
+        for i, path in enumerate(data.get("inputs") or []):
+            if not re.match(r"^(lustre://|slurm://)?/", str(path)):
+                errors["inputs"] = (
+                    f"Input {i + 1} must be an absolute cluster path or lustre:// URL."
+                )
+                break
+        return errors
+
+    async def partition_limits(self) -> dict[str, float]:
+        """MaxTime per partition in hours."""
+        await asyncio.sleep(0)
+        return {"polar": 4.0, "polar3": 4.0, "gpu-long": 48.0}
+
+    def render(self, spec: dict[str, Any]) -> str:
+        """A plausible sbatch script (the real one comes from core.render)."""
+        errors = self.validate_spec(spec)
+        if errors:
+            field, msg = next(iter(errors.items()))
+            raise BadInput(f"{field}: {msg}")
+        hours = float(spec["time_hours"])
+        hh, mm = int(hours), round((hours - int(hours)) * 60)
+        root = self._profile.results_root
+        lines = [
+            "#!/bin/bash",
+            f"#SBATCH --job-name={spec['name']}",
+            f"#SBATCH --partition={spec.get('partition') or self._profile.partitions[0]}",
+            f"#SBATCH --nodes={spec['num_nodes']}",
+            f"#SBATCH --gpus-per-node={spec['num_gpus']}",
+            f"#SBATCH --cpus-per-task={spec['cpus_per_task']}",
+            f"#SBATCH --time={hh:02d}:{mm:02d}:00",
+            f"#SBATCH --output={root}/slurm-logs/%x-%j/main.out",
+            f"#SBATCH --error={root}/slurm-logs/%x-%j/main.err",
+        ]
+        if spec.get("use_requeue"):
+            lines.append("#SBATCH --requeue")
+        if spec.get("account"):
+            lines.append(f"#SBATCH --account={spec['account']}")
+        lines += [
+            "",
+            "set -euo pipefail",
+            f"export TAO_API_RESULTS_DIR={root}/results",
+            f"srun --container-image={spec['image']} \\",
+            f"     --container-mounts={','.join(spec.get('container_mounts') or [])} \\",
+            f"     bash {root}/entrypoints/job_{spec['name']}.sh",
+        ]
+        return "\n".join(lines) + "\n"
+
+    async def submit(
+        self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]
+    ) -> JobRecord:
+        """Walk through the stages; fail at sbatch when :attr:`submit_error` is set."""
+        self.render(spec)  # raises BadInput like the real one
+        for stage in (
+            SubmitStage.CHECKING,
+            SubmitStage.STAGING,
+            SubmitStage.SQSH,
+            SubmitStage.SBATCH,
+        ):
+            on_progress(stage)
+            await asyncio.sleep(0)
+        if self.submit_error:
+            raise OperationFailed(self.submit_error)
+        if spec["name"] in self._jobs:
+            raise BadInput(f"A job named {spec['name']!r} exists; pick another name.")
+        self._next_slurm_id += 1
+        now = self.clock()
+        job = JobRecord(
+            id=spec["name"],
+            profile=self._profile_name,
+            spec=dict(spec),
+            base_results_dir=self._profile.results_root,
+            status=TaoStatus.PENDING,
+            slurm_state="PENDING",
+            attempts=[_attempt(0, self._next_slurm_id, "PENDING", reason="Priority")],
+            submitted=True,
+            created_at=now + self._next_slurm_id,
+            updated_at=now,
+        )
+        self._jobs[job.id] = job
+        on_progress(SubmitStage.DONE)
+        return copy.deepcopy(job)
+
+    # ---------------------------------------------------------------- onboarding
+    async def doctor(self) -> list[CheckResult]:
+        """The seeded checks, with fixes already applied turned to pass."""
+        await asyncio.sleep(0)
+        return list(self._checks)
+
+    def _resolve(self, action: str) -> None:
+        self._checks = [
+            replace(c, status="pass", fix="", action=None, detail="Fixed.")
+            if c.action == action
+            else c
+            for c in self._checks
+        ]
+
+    async def fetch_host_key(self, host: str) -> HostKeyInfo:
+        """A fixed key for any host."""
+        await asyncio.sleep(0)
+        return HostKeyInfo(host, self._profile.port, "ssh-ed25519", FAKE_FINGERPRINT)
+
+    async def trust_host(self, host: str) -> None:
+        """Remember the host as trusted."""
+        self.trusted_hosts.append(host)
+        self._resolve("trust_host")
+
+    async def generate_key(self, passphrase: str | None) -> str:
+        """Pretend to generate a key."""
+        self._resolve("generate_key")
+        return self._profile.ssh_key_path or "~/.ssh/id_ed25519"
+
+    async def install_key(self, password: str) -> None:
+        """Refuse an empty password, else pretend to install the key."""
+        if not password:
+            raise BadInput("Type the password of your cluster account to install the key.")
+        self._resolve("install_key")
+
+    async def fix_key_permissions(self) -> None:
+        """Pretend to chmod 600."""
+        self._resolve("fix_permissions")
+
+    async def install_credentials(self, ngc_key: str) -> None:
+        """Check the key's shape, count the install, keep nothing."""
+        if not ngc_key or ngc_key != ngc_key.strip() or any(c in ngc_key for c in "\r\n\t "):
+            raise BadInput("The NGC key is empty or contains spaces or newlines; paste it again.")
+        self.installed_credentials += 1
+        self._resolve("install_credentials")
+
+    # ---------------------------------------------------------------- logs
+    async def follow_logs(self, job_id: str, stream: LogStreamName) -> AsyncIterator[LogBatch]:
+        """Every attempt's seeded lines (with a separator), then live lines if configured."""
+        job = await self.job_detail(job_id)
+        attempts = job.attempts or [_attempt(0, 0, "PENDING")]
+        for attempt in attempts:
+            separator = None
+            if attempt.number > 0:
+                separator = (
+                    f"attempt {attempt.number + 1} · SLURM {attempt.slurm_job_id} on "
+                    f"{attempt.nodes or '?'}"
+                )
+            yield LogBatch(
+                _log_lines(stream, attempt.number, self.log_lines), attempt.number, separator
+            )
+        last = attempts[-1].number
+        if self.live_log is None:
+            await asyncio.Event().wait()  # follow forever, quietly, until cancelled
+            return
+        count, interval = self.live_log
+        n = 0
+        while True:
+            await asyncio.sleep(interval)
+            yield LogBatch([f"live line {n + i}" for i in range(count)], last)
+            n += count
+
+    async def close(self) -> None:
+        """Nothing to release."""
+        self.closed = True

@@ -1,0 +1,90 @@
+"""The detail pane of the selected job: attempts (nodes, exit codes), paths, last message."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.widgets.job_table import reason_in_words
+
+
+def job_paths(job: JobRecord) -> dict[str, str]:
+    """Remote paths of the job's latest attempt (the remote layout of DESIGN.md)."""
+    root = job.base_results_dir.rstrip("/")
+    paths = {"results": f"{root}/results/{job.id}/"}
+    if job.slurm_job_id:
+        paths["logs"] = f"{root}/slurm-logs/{job.id}-{job.slurm_job_id}/"
+    paths["sbatch"] = f"{root}/sbatch/job_{job.id}.sbatch"
+    return paths
+
+
+def render_detail(job: JobRecord) -> RenderableType:
+    """A renderable describing ``job`` (plain text only; no markup is parsed)."""
+    head = Text(no_wrap=True, overflow="ellipsis")
+    head.append(job.id, style="bold")
+    head.append(f"  {job.status}  ·  SLURM {job.slurm_state or '-'}")
+    if job.slurm_job_id:
+        head.append(f" ({job.slurm_job_id})")
+    if job.reason and job.status.value == "Pending":
+        words = reason_in_words(job.reason)
+        head.append(f"  ·  {job.reason}: {words}" if words != job.reason else f"  ·  {job.reason}")
+    parts: list[RenderableType] = [head]
+    if job.message:
+        parts.append(Text(f"Message: {job.message}", overflow="fold"))
+    progress = job.progress
+    if progress.epoch is not None:
+        line = f"Progress: epoch {progress.epoch}/{progress.max_epoch or '?'}"
+        if progress.eta:
+            line += f" · eta {progress.eta}"
+        if progress.kpi:
+            line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
+        parts.append(Text(line))
+    for label, path in job_paths(job).items():
+        parts.append(Text(f"{label + ':':9}{path}", no_wrap=True, overflow="ellipsis"))
+    if job.attempts:
+        table = Table(box=None, pad_edge=False, expand=False, header_style="bold")
+        for column in (
+            "#",
+            "SLURM id",
+            "State",
+            "Exit",
+            "Nodes",
+            "Start",
+            "End",
+            "Retried because",
+        ):
+            table.add_column(column, no_wrap=True)
+        for attempt in job.attempts:
+            table.add_row(
+                str(attempt.number + 1),
+                attempt.slurm_job_id,
+                attempt.state,
+                attempt.exit_code,
+                attempt.nodes,
+                attempt.start_time,
+                attempt.end_time,
+                attempt.retry_reason,
+            )
+        parts.append(table)
+    return Group(*parts)
+
+
+class JobDetail(Static):
+    """Shows one job; :meth:`show` replaces what is displayed."""
+
+    DEFAULT_CSS = """
+    JobDetail {
+        height: auto;
+        padding: 0 1;
+    }
+    """
+
+    def show(self, job: JobRecord | None) -> None:
+        """Display ``job`` (or a hint when nothing is selected)."""
+        if job is None:
+            self.update(Text("No job selected. Press n to compose one.", style="italic"))
+        else:
+            self.update(render_detail(job))

@@ -1,0 +1,312 @@
+"""The queue table: one row per job, keyed by job id, updated by diff.
+
+:meth:`JobTable.apply` compares each cell with what is shown and calls ``update_cell`` only for
+the cells that changed, ``add_row`` for new jobs and ``remove_row`` for jobs that left the view
+(never ``clear``), all inside one ``batch_update`` — so the cursor stays on the same job and the
+scroll position stays put (dolphie's habit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+
+from tao_slurm_tui.core.models import JobRecord, TaoStatus
+
+COLUMNS: list[tuple[str, str]] = [
+    ("id", "Job"),
+    ("status", "Status"),
+    ("state", "SLURM"),
+    ("slurm_id", "Id"),
+    ("partition", "Part."),
+    ("shape", "N×G"),  # noqa: RUF001
+    ("time", "Elapsed/max"),
+    ("reason", "Pending reason"),
+    ("start", "Est. start"),
+    ("retries", "Retry"),
+    ("progress", "Progress"),
+]
+"""(column key, header) in display order."""
+
+REASONS: dict[str, str] = {
+    "Resources": "no free nodes",
+    "Priority": "lower priority",
+    "PartitionTimeLimit": "over max time",
+    "Dependency": "waits for job",
+    "DependencyNeverSatisfied": "dep. failed",
+    "QOSMaxJobsPerUserLimit": "too many jobs",
+    "AssocMaxJobsLimit": "too many jobs",
+    "ReqNodeNotAvail": "node unavail.",
+    "JobHeldUser": "held by you",
+    "JobHeldAdmin": "held by admin",
+    "BeginTime": "start not yet",
+    "PartitionDown": "partition down",
+    "Reservation": "reservation",
+    "None": "",
+}
+"""SLURM pending reasons in a few plain words (the detail pane shows the full explanation)."""
+
+BAR_WIDTH = 6
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def reason_in_words(reason: str) -> str:
+    """SLURM's pending reason in plain words ('' when there is none)."""
+    bare = reason.strip().strip("()")
+    return REASONS.get(bare, bare)
+
+
+def progress_bar(job: JobRecord) -> str:
+    """A text bar from status.json's epoch/max_epoch, e.g. ``███░░░░░░░ 7/20``."""
+    fraction = job.progress.fraction
+    if fraction is None:
+        return ""
+    filled = round(fraction * BAR_WIDTH)
+    return (
+        f"{'█' * filled}{'░' * (BAR_WIDTH - filled)} {job.progress.epoch}/{job.progress.max_epoch}"
+    )
+
+
+def _shape(job: JobRecord) -> str:
+    nodes, gpus = job.spec.get("num_nodes"), job.spec.get("num_gpus")
+    if nodes is None or gpus is None:
+        return ""
+    return f"{nodes}×{gpus}"  # noqa: RUF001
+
+
+def _short_time(stamp: str) -> str:
+    # "2026-05-10T14:30:00" → "05-10 14:30": the year is noise in a queue.
+    if len(stamp) >= 16 and stamp[4] == "-" and "T" in stamp:
+        return f"{stamp[5:10]} {stamp[11:16]}"
+    return stamp if stamp not in ("N/A", "Unknown") else ""
+
+
+def compact_limit(limit: str) -> str:
+    """SLURM's time limit, short: ``04:00:00`` → 4h, ``2-00:00:00`` → 2d, ``00:30:00`` → 30m."""
+    days_text, _, clock = limit.rpartition("-")
+    parts = clock.split(":")
+    if not (days_text.isdigit() or not days_text) or not all(p.isdigit() for p in parts):
+        return limit  # UNLIMITED, N/A, ...
+    hours, minutes, seconds = ([0, 0, 0] + [int(p) for p in parts])[-3:]
+    days = int(days_text or 0)
+    if seconds:
+        return limit
+    if days and not hours and not minutes:
+        return f"{days}d"
+    hours += days * 24
+    if not hours:
+        return f"{minutes}m"
+    return f"{hours}h{minutes:02d}" if minutes else f"{hours}h"
+
+
+def _elapsed_of_limit(elapsed: str, limit: str, pending: bool) -> str:
+    if not limit:
+        return elapsed
+    return f"{'-' if pending or not elapsed else elapsed}/{compact_limit(limit)}"
+
+
+def job_plain_cells(job: JobRecord) -> dict[str, str]:
+    """The text of every column for ``job`` (no styling)."""
+    latest = job.latest
+    elapsed = latest.elapsed if latest else ""
+    limit = latest.time_limit if latest else ""
+    pending = job.status is TaoStatus.PENDING
+    return {
+        "id": job.id,
+        "status": str(job.status),
+        "state": job.slurm_state,
+        "slurm_id": job.slurm_job_id,
+        "partition": (latest.partition if latest else "") or str(job.spec.get("partition", "")),
+        "shape": _shape(job),
+        "time": _elapsed_of_limit(elapsed, limit, pending),
+        "reason": reason_in_words(job.reason) if pending else "",
+        "start": _short_time(latest.est_start) if latest and pending else "",
+        "retries": str(job.retries) if job.retries else "",
+        "progress": progress_bar(job),
+    }
+
+
+_STATUS_ORDER = {s: i for i, s in enumerate(TaoStatus)}
+
+
+def sort_value(job: JobRecord, column: str) -> Any:
+    """The value a column sorts by (numbers as numbers)."""
+    if column == "status":
+        return _STATUS_ORDER[job.status]
+    if column == "retries":
+        return job.retries
+    if column == "progress":
+        return job.progress.fraction if job.progress.fraction is not None else -1.0
+    if column == "slurm_id":
+        return int(job.slurm_job_id) if job.slurm_job_id.isdigit() else 0
+    if column == "created":
+        return -job.created_at
+    return job_plain_cells(job)[column].lower()
+
+
+@dataclass
+class DiffStats:
+    """What one :meth:`JobTable.apply` changed."""
+
+    added: int = 0
+    updated_cells: int = 0
+    removed: int = 0
+
+
+class JobTable(DataTable[Text]):
+    """The jobs of the queue, one row per job id."""
+
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
+        "job-table--pending",
+        "job-table--running",
+        "job-table--complete",
+        "job-table--error",
+        "job-table--canceled",
+        "job-table--paused",
+        "job-table--progress",
+    }
+
+    DEFAULT_CSS = """
+    JobTable {
+        height: 1fr;
+        & > .job-table--pending { color: $warning; }
+        & > .job-table--running { color: $accent; text-style: bold; }
+        & > .job-table--complete { color: $success; }
+        & > .job-table--error { color: $error; text-style: bold; }
+        & > .job-table--canceled { color: $text-muted; }
+        & > .job-table--paused { color: $secondary; }
+        & > .job-table--progress { color: $primary; }
+    }
+    """
+
+    BINDINGS = [
+        Binding("s", "cycle_sort", "Sort", id="queue.sort"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """Create the table with its columns."""
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.jobs: dict[str, JobRecord] = {}
+        """Jobs shown now, by id."""
+        self.sort_column: str = "created"
+        """Column the rows are sorted by ("created": newest first, the store's order)."""
+        self.sort_reverse = False
+
+    def on_mount(self) -> None:
+        """Add the columns."""
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+
+    # ------------------------------------------------------------------ cells
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"job-table--{name}", partial=True)
+
+    def cells(self, job: JobRecord) -> dict[str, Text]:
+        """Styled cells for ``job``."""
+        plain = job_plain_cells(job)
+        status_style = self._style(job.status.value.lower())
+        out: dict[str, Text] = {}
+        for key, value in plain.items():
+            style: Style | str = ""
+            if key == "status":
+                style = status_style
+            elif key == "progress":
+                style = self._style("progress")
+            out[key] = Text(value, style=style, no_wrap=True, end="")
+        return out
+
+    @property
+    def cursor_job_id(self) -> str | None:
+        """Id of the job under the cursor."""
+        if not self.row_count:
+            return None
+        try:
+            row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        except CellDoesNotExist:
+            return None
+        return row_key.value
+
+    # ------------------------------------------------------------------ diff
+    def apply(self, jobs: Iterable[JobRecord]) -> DiffStats:
+        """Show exactly ``jobs``, touching only what changed.
+
+        Args:
+            jobs: The jobs to show (already filtered).
+
+        Returns:
+            Counts of added rows, updated cells and removed rows.
+        """
+        stats = DiffStats()
+        keep_cursor = self.cursor_job_id
+        new = {job.id: job for job in jobs}
+        order_changed = False
+        with self.app.batch_update():
+            for job_id in [k for k in self.jobs if k not in new]:
+                self.remove_row(job_id)
+                del self.jobs[job_id]
+                stats.removed += 1
+            for job_id, job in new.items():
+                cells = self.cells(job)
+                if job_id not in self.jobs:
+                    self.add_row(*(cells[key] for key, _ in COLUMNS), key=job_id)
+                    stats.added += 1
+                    order_changed = True
+                else:
+                    old = self.jobs[job_id]
+                    if sort_value(old, self.sort_column) != sort_value(job, self.sort_column):
+                        order_changed = True
+                    for key, value in cells.items():
+                        if self.get_cell(job_id, key) != value:
+                            self.update_cell(job_id, key, value)
+                            stats.updated_cells += 1
+                self.jobs[job_id] = job
+            if order_changed:
+                self._sort()
+            if keep_cursor is not None and keep_cursor in self.jobs and stats.removed + stats.added:
+                self._restore_cursor(keep_cursor)
+        return stats
+
+    def _restore_cursor(self, job_id: str) -> None:
+        try:
+            row = self.get_row_index(job_id)
+        except RowDoesNotExist:
+            return
+        if row != self.cursor_row:
+            self.move_cursor(row=row, scroll=False)
+
+    # ------------------------------------------------------------------ sort
+    def _sort(self) -> None:
+        column = self.sort_column
+        values = {job_id: sort_value(job, column) for job_id, job in self.jobs.items()}
+        key: Callable[[Any], Any] = lambda cell: (values[cell.plain], cell.plain)  # noqa: E731
+        self.sort("id", key=key, reverse=self.sort_reverse)
+
+    def sort_by(self, column: str, reverse: bool | None = None) -> None:
+        """Sort by a column (same column again flips the order); the cursor stays on its job."""
+        if reverse is None:
+            reverse = not self.sort_reverse if column == self.sort_column else False
+        self.sort_column, self.sort_reverse = column, reverse
+        keep = self.cursor_job_id
+        self._sort()
+        if keep is not None:
+            self._restore_cursor(keep)
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next column."""
+        keys = ["created"] + [key for key, _ in COLUMNS]
+        index = keys.index(self.sort_column) if self.sort_column in keys else 0
+        self.sort_by(keys[(index + 1) % len(keys)], reverse=False)
+        label = dict(COLUMNS).get(self.sort_column, "submission time")
+        self.notify(f"Sorted by {label}.", timeout=2)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """Click a header to sort by it."""
+        event.stop()
+        self.sort_by(str(event.column_key.value))

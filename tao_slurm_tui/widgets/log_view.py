@@ -1,0 +1,315 @@
+"""A fast, bounded log view: only the visible lines are drawn (Textual's Line API).
+
+Lines arrive in batches (:meth:`LogView.write_lines`), never one message per line; the buffer is
+a bounded deque (oldest lines dropped); rendering a frame touches only the rows on screen, so
+10,000 new lines a second cost an append and one refresh. Search highlights every match and
+walks through them; attempt separators are drawn as rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.text import Text
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.events import MouseScrollUp
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+DEFAULT_MAX_LINES = 20_000
+"""Lines kept per pane; older ones are dropped."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def clean_line(line: str) -> str:
+    """Make a raw log line printable: the last carriage-return segment, no escapes, no tabs."""
+    if "\r" in line:
+        # Progress bars redraw with \r: the last segment is what a terminal would show.
+        parts = [p for p in line.split("\r") if p]
+        line = parts[-1] if parts else ""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    return _CONTROL.sub("", line.expandtabs(8))
+
+
+class LogView(ScrollView, can_focus=True):
+    """Bounded, searchable, follow-able lines with attempt separators."""
+
+    COMPONENT_CLASSES = {"log-view--match", "log-view--current-match", "log-view--separator"}
+    """
+    | Class | Description |
+    | :- | :- |
+    | `log-view--match` | Every search match. |
+    | `log-view--current-match` | The match the cursor is on. |
+    | `log-view--separator` | Attempt separator rules. |
+    """
+
+    DEFAULT_CSS = """
+    LogView {
+        background: $surface;
+        color: $foreground;
+        overflow: auto auto;
+        &:focus { background-tint: $foreground 5%; }
+        & > .log-view--match { background: $warning 35%; }
+        & > .log-view--current-match { background: $accent; color: $text; text-style: bold; }
+        & > .log-view--separator { color: $primary; text-style: bold; }
+    }
+    """
+
+    BINDINGS = [
+        Binding("end", "follow", "Follow", show=False, id="logs.end"),
+    ]
+
+    follow: reactive[bool] = reactive(True)
+    """Scroll to every new line as it arrives."""
+    new_lines: reactive[int] = reactive(0)
+    """Lines that arrived while not following (the "N new lines" hint)."""
+
+    def __init__(
+        self,
+        max_lines: int = DEFAULT_MAX_LINES,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        """Create an empty view.
+
+        Args:
+            max_lines: Lines kept; older ones are dropped.
+            name: Widget name.
+            id: Widget id.
+            classes: CSS classes.
+        """
+        super().__init__(name=name, id=id, classes=classes)
+        self.max_lines = max_lines
+        self._lines: deque[tuple[str, bool]] = deque(maxlen=max_lines)
+        self._dropped = 0
+        """Lines dropped so far: absolute line number = dropped + index."""
+        self._width = 0
+        self._term = ""
+        self._matches: list[int] = []
+        """Absolute numbers of lines matching the search term, ascending."""
+        self._current = -1
+        self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
+
+    # ------------------------------------------------------------------ content
+    @property
+    def line_count(self) -> int:
+        """Lines held now."""
+        return len(self._lines)
+
+    @property
+    def dropped(self) -> int:
+        """Lines dropped from the start to bound memory."""
+        return self._dropped
+
+    @property
+    def lines(self) -> list[str]:
+        """The lines held (a copy; for tests and export)."""
+        return [text for text, _ in self._lines]
+
+    def write_lines(self, lines: list[str], separator: str | None = None) -> None:
+        """Append a batch of lines, after a separator rule if given.
+
+        Args:
+            lines: Raw lines without newlines.
+            separator: Text of an attempt separator to draw before them.
+        """
+        batch = [(clean_line(line), False) for line in lines]
+        if separator is not None:
+            batch.insert(0, (separator, True))
+        if not batch:
+            return
+        overflow = max(0, len(self._lines) + len(batch) - self.max_lines)
+        start = self._dropped + len(self._lines)
+        self._lines.extend(batch)
+        self._dropped += overflow
+        self._width = max(self._width, max(cell_len(text) for text, _ in batch[-1000:]))
+        if self._term:
+            needle = self._term.lower()
+            for offset, (text, _) in enumerate(batch):
+                if needle in text.lower():
+                    self._matches.append(start + offset)
+            if overflow:
+                self._forget_dropped_matches()
+        self.virtual_size = Size(self._width, len(self._lines))
+        if self.follow:
+            # After the refresh: the new virtual size must be laid out before max_scroll_y is right.
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
+        else:
+            self.new_lines += len(batch)
+            if overflow:
+                # Keep the same text under the reader's eyes while old lines are dropped.
+                self.scroll_to(y=max(0, self.scroll_y - overflow), animate=False, immediate=True)
+        self.refresh()
+
+    def clear(self) -> None:
+        """Drop every line and the search."""
+        self._lines.clear()
+        self._dropped = 0
+        self._width = 0
+        self._matches.clear()
+        self._current = -1
+        self._cache.clear()
+        self.virtual_size = Size(0, 0)
+        self.refresh()
+
+    # ------------------------------------------------------------------ follow
+    def watch_follow(self, follow: bool) -> None:
+        """Jump to the end when following starts."""
+        if follow:
+            self.new_lines = 0
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
+
+    def on_resize(self) -> None:
+        """Stay at the end while following."""
+        if self.follow:
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
+
+    def action_follow(self) -> None:
+        """Follow new lines again."""
+        self.follow = True
+
+    def action_toggle_follow(self) -> None:
+        """Toggle following."""
+        self.follow = not self.follow
+
+    def _unfollow(self) -> None:
+        if self.follow and self.max_scroll_y > 0:
+            self.follow = False
+
+    def action_scroll_up(self) -> None:
+        """Scroll up one line (stops following)."""
+        self._unfollow()
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        """Scroll up one page (stops following)."""
+        self._unfollow()
+        super().action_page_up()
+
+    def action_scroll_home(self) -> None:
+        """Go to the first line (stops following)."""
+        self._unfollow()
+        super().action_scroll_home()
+
+    def _on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        self._unfollow()
+
+    # ------------------------------------------------------------------ search
+    @property
+    def search_term(self) -> str:
+        """The active search term ('' for none)."""
+        return self._term
+
+    @property
+    def match_count(self) -> int:
+        """Matches of the search term among the lines held."""
+        self._forget_dropped_matches()
+        return len(self._matches)
+
+    @property
+    def current_match(self) -> int | None:
+        """Index (0-based) of the current match among :attr:`match_count`, if any."""
+        return self._current if 0 <= self._current < len(self._matches) else None
+
+    def search(self, term: str) -> int:
+        """Highlight every line containing ``term`` (case-insensitive), go to the first one.
+
+        Returns:
+            The number of matches.
+        """
+        self._term = term
+        self._cache.clear()
+        self._matches = []
+        self._current = -1
+        if term:
+            needle = term.lower()
+            self._matches = [
+                self._dropped + i
+                for i, (text, _) in enumerate(self._lines)
+                if needle in text.lower()
+            ]
+            if self._matches:
+                self._go_to(0)
+        self.refresh()
+        return len(self._matches)
+
+    def next_match(self, step: int = 1) -> None:
+        """Go to the next (``step=1``) or previous (``step=-1``) match, wrapping around."""
+        self._forget_dropped_matches()
+        if not self._matches:
+            return
+        current = self._current if self._current >= 0 else -1
+        self._go_to((current + step) % len(self._matches))
+
+    def _go_to(self, index: int) -> None:
+        self._current = index
+        self._cache.clear()
+        self.follow = False
+        line = self._matches[index] - self._dropped
+        self.scroll_to(
+            y=max(0, line - self.scrollable_content_region.height // 2),
+            animate=False,
+            immediate=True,
+        )
+        self.refresh()
+
+    def _forget_dropped_matches(self) -> None:
+        if self._matches and self._matches[0] < self._dropped:
+            keep = [m for m in self._matches if m >= self._dropped]
+            self._current = max(-1, self._current - (len(self._matches) - len(keep)))
+            self._matches = keep
+
+    # ------------------------------------------------------------------ rendering
+    def notify_style_update(self) -> None:
+        """Styles changed: cached strips are stale."""
+        super().notify_style_update()
+        self._cache.clear()
+
+    def render_line(self, y: int) -> Strip:
+        """Draw one visible row (the Line API: nothing off screen is drawn)."""
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        rich_style = self.rich_style
+        if index >= len(self._lines):
+            return Strip.blank(width, rich_style)
+        absolute = self._dropped + index
+        key = (absolute, width)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._render_full(index, absolute, width)
+            self._cache[key] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, rich_style)
+
+    def _render_full(self, index: int, absolute: int, width: int) -> Strip:
+        text, is_separator = self._lines[index]
+        if is_separator:
+            style = self.get_component_rich_style("log-view--separator")
+            label = f"── {text} "
+            rule = label + "─" * max(0, max(width, self._width) - cell_len(label))
+            return Strip([Segment(rule, self.rich_style + style)], cell_len(rule))
+        line = Text(text, no_wrap=True, end="")
+        line.stylize(self.rich_style)
+        if self._term:
+            needle = self._term.lower()
+            low = text.lower()
+            current = self.current_match is not None and self._matches[self._current] == absolute
+            style = self.get_component_rich_style(
+                "log-view--current-match" if current else "log-view--match"
+            )
+            start = low.find(needle)
+            while start >= 0:
+                line.stylize(style, start, start + len(needle))
+                start = low.find(needle, start + len(needle))
+        return Strip(line.render(self.app.console), cell_len(text))

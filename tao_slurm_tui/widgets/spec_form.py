@@ -1,0 +1,211 @@
+"""The job spec as a form: one field per spec key, each with its inline error line.
+
+The form converts what is typed into a spec dict (:meth:`SpecForm.spec`), reporting fields that
+do not even parse (a letter in a number); the back end's ``validate_spec`` judges the rest. A
+failed submit never clears anything: the form is only written by :meth:`SpecForm.load`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label, Switch, TextArea
+
+Kind = Literal["text", "int", "float", "list", "bool", "env", "json"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One spec field in the form."""
+
+    key: str
+    label: str
+    kind: Kind
+    placeholder: str = ""
+
+
+FIELDS: list[Field] = [
+    Field("name", "Name (job id)", "text", "dino-train-1"),
+    Field("image", "Image", "text", "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"),
+    Field("command", "Command", "text", "dino train -e /specs/train.yaml"),
+    Field("partition", "Partition", "text"),
+    Field("num_nodes", "Nodes", "int", "1"),
+    Field("num_gpus", "GPUs per node", "int", "4"),
+    Field("cpus_per_task", "CPUs per task", "int", "16"),
+    Field("time_hours", "Wall time (h)", "float", "4"),
+    Field("timeout_hours", "Command timeout (h)", "float", "3.8"),
+    Field("account", "Account", "text", "(none)"),
+    Field("container_mounts", "Mounts", "list", "/lustre, /data"),
+    Field("inputs", "Inputs", "list", "lustre:///lustre/data/train.json"),
+    Field("use_requeue", "Requeue", "bool"),
+    Field("use_sqsh", "SQSH image cache", "bool"),
+    Field("env", "Env (KEY=VALUE lines)", "env"),
+    Field("specs", "Specs (JSON)", "json"),
+]
+"""Every spec field, in form order."""
+
+
+def _parse(field: Field, raw: Any) -> tuple[Any, str | None]:
+    """(value, parse error) for one field's raw widget value."""
+    if field.kind == "bool":
+        return bool(raw), None
+    text = str(raw).strip()
+    if field.kind == "text":
+        return text, None
+    if field.kind == "int":
+        try:
+            return int(text), None
+        except ValueError:
+            return text, "Must be a whole number."
+    if field.kind == "float":
+        try:
+            return float(text), None
+        except ValueError:
+            return text, "Must be a number of hours, e.g. 4 or 3.5."
+    if field.kind == "list":
+        return [part.strip() for part in text.split(",") if part.strip()], None
+    if field.kind == "env":
+        env: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            key, sep, value = line.partition("=")
+            if not sep or not key.strip():
+                return env, f"Line {number} is not KEY=VALUE."
+            env[key.strip()] = value
+        return env, None
+    # json
+    if not text:
+        return {}, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return {}, f"Not valid JSON: {error.msg} (line {error.lineno})."
+    if not isinstance(value, dict):
+        return {}, "Must be a JSON object ({...})."
+    return value, None
+
+
+def _display(field: Field, value: Any) -> Any:
+    """The widget value for a spec value."""
+    if field.kind == "bool":
+        return bool(value)
+    if value is None:
+        return ""
+    if field.kind == "list":
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    if field.kind == "env":
+        return "\n".join(f"{k}={v}" for k, v in dict(value).items()) if value else ""
+    if field.kind == "json":
+        return json.dumps(value, indent=2) if value else ""
+    if field.kind == "float" and isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class SpecForm(VerticalScroll):
+    """Inputs for every spec field with an error line under each."""
+
+    DEFAULT_CSS = """
+    SpecForm {
+        & .field-row { height: auto; }
+        & .field-label { width: 22; color: $text-muted; padding: 0 1 0 0; }
+        & Input { border: none; height: 1; padding: 0 1; background: $boost; width: 1fr; }
+        & Input:focus { border: none; background: $primary 20%; }
+        & TextArea { height: 4; width: 1fr; border: none; padding: 0 1; background: $boost; }
+        & TextArea:focus { border: none; background: $primary 20%; }
+        & Switch { border: none; height: 1; padding: 0; background: $boost; }
+        & .field-error { color: $error; padding-left: 22; width: 100%; display: none; }
+        & .field-error.-shown { display: block; }
+        & Input.-bad, & TextArea.-bad { background: $error 25%; }
+    }
+    """
+
+    def __init__(self, partitions: list[str], *, id: str | None = None) -> None:
+        """Create the form.
+
+        Args:
+            partitions: Partition names to suggest.
+            id: Widget id.
+        """
+        super().__init__(id=id)
+        self.partitions = partitions
+        self.extra: dict[str, Any] = {}
+        """Keys of a loaded spec that are not form fields (kept so validation names them)."""
+
+    def compose(self) -> ComposeResult:
+        """One row per field: label, widget; an error line under it."""
+        for field in FIELDS:
+            with Horizontal(classes="field-row"):
+                yield Label(field.label, classes="field-label")
+                if field.kind == "bool":
+                    yield Switch(id=f"f-{field.key}")
+                elif field.kind in ("env", "json"):
+                    yield TextArea(id=f"f-{field.key}", soft_wrap=True, tab_behavior="focus")
+                else:
+                    suggester = (
+                        SuggestFromList(self.partitions) if field.key == "partition" else None
+                    )
+                    yield Input(
+                        placeholder=field.placeholder,
+                        id=f"f-{field.key}",
+                        suggester=suggester,
+                        select_on_focus=False,
+                    )
+            yield Label("", id=f"e-{field.key}", classes="field-error")
+
+    def load(self, spec: dict[str, Any]) -> None:
+        """Fill every field from ``spec`` (unknown keys are kept aside for validation)."""
+        known = {field.key for field in FIELDS}
+        self.extra = {k: v for k, v in spec.items() if k not in known}
+        for field in FIELDS:
+            widget = self.query_one(f"#f-{field.key}")
+            value = _display(field, spec.get(field.key))
+            if isinstance(widget, Switch):
+                widget.value = bool(value)
+            elif isinstance(widget, TextArea):
+                widget.load_text(str(value))
+            elif isinstance(widget, Input):
+                widget.value = str(value)
+
+    def spec(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The spec as typed, and the fields that do not parse."""
+        spec: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        for field in FIELDS:
+            widget = self.query_one(f"#f-{field.key}")
+            if isinstance(widget, Switch):
+                raw: Any = widget.value
+            elif isinstance(widget, TextArea):
+                raw = widget.text
+            else:
+                raw = widget.value  # type: ignore[attr-defined]
+            value, error = _parse(field, raw)
+            if field.key == "account" and not value:
+                value = ""
+            spec[field.key] = value
+            if error:
+                errors[field.key] = error
+        spec.update(self.extra)
+        return spec, errors
+
+    def show_errors(self, errors: dict[str, str]) -> None:
+        """Show each field's message under it; clear the others."""
+        for field in FIELDS:
+            message = errors.get(field.key, "")
+            label = self.query_one(f"#e-{field.key}", Label)
+            label.update(message)
+            label.set_class(bool(message), "-shown")
+            self.query_one(f"#f-{field.key}").set_class(bool(message), "-bad")
+
+    def first_error_widget(self, errors: dict[str, str]) -> str | None:
+        """Id of the first field with an error (to focus it)."""
+        for field in FIELDS:
+            if field.key in errors:
+                return f"f-{field.key}"
+        return None
