@@ -62,6 +62,10 @@ bench: venv ## Benchmarks on the sandbox (prints side-by-side ratios)
 screenshots: venv ## Regenerate screenshots/*.svg from the app (deterministic back end)
 	$(BIN)/python scripts/screenshots.py
 
+.PHONY: readme-bindings
+readme-bindings: venv ## Regenerate the README's key-binding tables from the app
+	$(BIN)/python scripts/readme_bindings.py
+
 .PHONY: snapshot-update
 snapshot-update: venv ## Regenerate TUI snapshots (look at them before committing!)
 	$(BIN)/python -m pytest tests/tui --snapshot-update
