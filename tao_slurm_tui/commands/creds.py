@@ -28,11 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Sub-verbs of ``creds``."""
     sub = parser.add_subparsers(dest="creds_verb", metavar="{install,check}")
     sub.required = True
-    sub.add_parser(
+    install = sub.add_parser(
         "install",
         help="read the NGC key from stdin (or a hidden prompt) and write "
         f"{CREDENTIALS_PATH} on the cluster",
     )
+    # Catches a key typed as an argument, so it is refused without argparse echoing it back.
+    install.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
     sub.add_parser("check", help=f"exit 0 when {CREDENTIALS_PATH} exists and is not empty")
 
 
@@ -63,6 +65,12 @@ async def _check(profile: Profile) -> tuple[bool, str]:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run ``creds install`` or ``creds check``."""
+    if getattr(args, "stray", None):
+        raise BadInput(
+            "creds install takes no arguments and never the NGC key itself (argv shows in "
+            "'ps' and your shell history): pipe the key on stdin or type it at the hidden "
+            "prompt, and rotate it on ngc.nvidia.com if it was a real key."
+        )
     profile = ctx.profile
     if args.creds_verb == "install":
         secret = _read_key(ctx)

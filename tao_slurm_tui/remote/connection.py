@@ -507,6 +507,9 @@ class Connection:
             else "add your key to ssh-agent or set SSH_KEY_PATH, and make sure its public key is "
             f"in ~/.ssh/authorized_keys of {user} on the cluster"
         )
+        if not self.profile.user:
+            # The likeliest cause then: the local user name is not the cluster login.
+            how += "; the profile sets no user, so set user (or SLURM_USER) to your cluster login"
         return AuthenticationFailed(f"{host} refused the SSH login as {user}: {how}.")
 
     # ------------------------------------------------------------------ drops and reconnect
@@ -815,6 +818,7 @@ class Connection:
     async def close(self) -> None:
         """Close the connection (no reconnect follows); state becomes ``DISCONNECTED``."""
         self._closing = True
+        self._password = None  # a one-time onboarding password: not kept past this connection
         task = self._reconnect_task
         if task is not None and not task.done():
             task.cancel()

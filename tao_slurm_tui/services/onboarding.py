@@ -119,6 +119,8 @@ class SpecFacts:
     """The container image."""
     paths: tuple[str, ...] = ()
     """Cluster paths to ``test -e``: the inputs, then path-like ``[specs]`` values (converted)."""
+    use_sqsh: bool = False
+    """The spec converts its image to SQSH (``enroot import`` pulls it even without Pyxis)."""
 
 
 # ----------------------------------------------------------------------------------- spec
@@ -135,7 +137,7 @@ def load_spec_facts(path: str | Path) -> SpecFacts:
         BadInput: the file cannot be read or is not a valid spec.
     """
     spec = load_spec(Path(path).expanduser())
-    return SpecFacts(spec.image, tuple(spec.paths_to_check()))
+    return SpecFacts(spec.image, tuple(spec.paths_to_check()), spec.use_sqsh)
 
 
 # ----------------------------------------------------------------------------------- local checks
@@ -485,7 +487,14 @@ async def _remote_checks(
             )
             for check in list(preflight.CHECKS)[4:]
         ]
-    private = bool(facts and facts.image and preflight.image_is_private(facts.image))
+    # The image is pulled only by Pyxis or by the SQSH conversion; with the bare-srun runtime
+    # and no conversion a private image needs no credentials.
+    private = bool(
+        facts is not None
+        and facts.image
+        and (profile.container_runtime == "pyxis" or facts.use_sqsh)
+        and preflight.image_is_private(facts.image)
+    )
     out = [
         preflight.evaluate_tools(parsed.get("tools")),
         preflight.evaluate_account(

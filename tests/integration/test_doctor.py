@@ -225,3 +225,21 @@ async def test_doctor_reuses_the_callers_connection(sandbox_profile: Profile) ->
         assert conn.connected  # warmed up and left open for the caller
     finally:
         await conn.close()
+
+
+async def test_private_image_needs_no_credentials_when_nothing_pulls_it(
+    sandbox_profile: Profile, tmp_path: Path
+) -> None:
+    # container_runtime = none and no SQSH conversion: the image is never pulled, so a private
+    # image must not fail the credentials check (it did: "the spec's image is private").
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'name = "doctor-private"\n'
+        'image = "nvcr.io/nvstaging/tao/tao-toolkit:dev"\n'
+        'command = "true"\n'
+        "use_sqsh = false\n"
+    )
+    report = await run_doctor(sandbox_profile, spec_path=spec)
+    creds = report.get("enroot_credentials")
+    assert creds is not None and creds.status in (CheckStatus.SKIP, CheckStatus.PASS), creds
+    assert report.ok, [r for r in report.results if r.failed]

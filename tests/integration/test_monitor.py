@@ -31,6 +31,18 @@ def terminal(job) -> bool:  # type: ignore[no-untyped-def]
     return bool(job.status.terminal)
 
 
+async def sacct_state(h: Harness, slurm_id: str, timeout: float = 30) -> str:
+    """sacct's State of ``slurm_id`` once it has a row (slurmdbd lags the controller)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = await h.conn.run(["sacct", "-X", "-n", "-P", "-j", slurm_id, "-o", "State"])
+        state = result.stdout.strip()
+        if state or loop.time() > deadline:
+            return state
+        await asyncio.sleep(0.5)
+
+
 async def test_completed_with_success_is_complete(h: Harness) -> None:
     name = unique("ok")
     await h.submit(
@@ -87,9 +99,9 @@ async def test_cancel_pending_job(h: Harness) -> None:
     assert "start time" in job.message
     job = await h.monitor.cancel(name)
     assert job.status is TaoStatus.CANCELED
-    # SLURM agrees, and later ticks do not ask about it any more.
-    result = await h.conn.run(["sacct", "-X", "-n", "-P", "-j", job.slurm_job_id, "-o", "State"])
-    assert result.stdout.strip().startswith("CANCELLED")
+    # SLURM agrees (sacct's row reaches slurmdbd a moment later: wait for it, bounded), and
+    # later ticks do not ask about it any more.
+    assert (await sacct_state(h, job.slurm_job_id)).startswith("CANCELLED")
     h.counting.calls.clear()
     await h.tick()
     assert h.counting.calls == []

@@ -5,6 +5,7 @@ Everything goes through the real sshd as the test user, the way the app talks to
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 import uuid
@@ -74,9 +75,10 @@ def test_gpu_job_completes_and_is_accounted() -> None:
     job_id = submit.stdout.strip()
     assert job_id.isdigit(), submit.stdout
 
-    # sacct lags (RECIPE gotcha 3): poll until the allocation row reaches a final state.
+    # sacct lags (RECIPE gotcha 3): poll until the allocation row reaches a final state. The
+    # bound allows for the job pending while parallel tests hold the node's 4 GPUs.
     state = ""
-    deadline = time.monotonic() + 25
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         result = ssh(f"sacct -X -n -P -j {job_id} --format=JobName,State,ExitCode")
         fields = result.stdout.strip().split("|")
@@ -88,7 +90,8 @@ def test_gpu_job_completes_and_is_accounted() -> None:
         time.sleep(1)
     assert state == "COMPLETED"
     log = ssh(f"cat {workdir}/{name}-{job_id}.out")
-    assert log.stdout.strip() == "gpus=0"
+    # Exactly one fake GPU; which one depends on what other jobs hold (parallel tests).
+    assert re.fullmatch(r"gpus=[0-3]", log.stdout.strip()), log.stdout
 
 
 def test_enforce_part_limits_rejects_over_limit_time() -> None:

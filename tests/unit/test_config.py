@@ -142,6 +142,18 @@ def test_missing_required_fields_are_listed() -> None:
     assert Profile(user="u", hostnames=["h"], partition=" , ").missing_required() == ["partition"]
 
 
+def test_cli_names_the_missing_required_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "default_profile = 'x'\n[profiles.x]\nport = 2222\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text("name = 'j'\nimage = 'nvcr.io/nvidia/a:1'\ncommand = 'true'\n")
+    assert main(["--config", str(path), "submit", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "profile 'x' has no user, hostnames" in err and "SLURM_" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
 def test_save_is_atomic_with_mode_0600(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "config.toml"
     settings = load_settings(write(tmp_path, GOOD))

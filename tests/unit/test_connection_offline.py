@@ -89,3 +89,11 @@ def test_manager_hands_out_one_connection_per_profile() -> None:
     assert manager.get("b", _profile()) is not first
     # An edited profile gets a fresh connection.
     assert manager.get("a", _profile(port=22)) is not first
+
+
+def test_refused_login_without_a_user_says_to_set_one() -> None:
+    # No user in the profile: the local user name was tried; say so instead of only "add the key".
+    error = Connection(_profile(user="", ssh_key_path="/k/id"))._auth_error("login1")
+    assert "set user (or SLURM_USER)" in str(error) and "/k/id.pub" in str(error)
+    with_user = Connection(_profile(ssh_key_path="/k/id"))._auth_error("login1")
+    assert "SLURM_USER" not in str(with_user) and "someone" in str(with_user)

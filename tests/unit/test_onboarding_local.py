@@ -199,3 +199,4 @@ def test_spec_facts_convert_lustre(tmp_path: Path) -> None:
     assert facts.paths[:2] == ("/lustre/data/a.json", "/abs/b")
     assert "/lustre/data/c.json" in facts.paths
     assert facts.image == "nvcr.io/nvstaging/x:1"
+    assert facts.use_sqsh is True  # the platform default: the SQSH conversion pulls the image
