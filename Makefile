@@ -32,8 +32,8 @@ cluster-down: ## Stop the sandbox cluster's daemons
 	$(CLUSTER) down
 
 .PHONY: demo
-demo: venv cluster-up ## Bring up the sandbox and open the app on the sandbox profile
-	$(BIN)/tao-slurm-tui --profile sandbox
+demo: venv cluster-up ## Bring up the sandbox and open the app on the sandbox profile with the example spec
+	$(BIN)/tao-slurm-tui --profile sandbox --spec examples/train-demo.toml
 
 .PHONY: test
 test: venv ## Install what the tests need, bring up the sandbox, run the whole suite, stop the sandbox

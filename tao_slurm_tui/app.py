@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -55,6 +55,7 @@ class TaoSlurmApp(App[None]):
         settings: Settings | None = None,
         clock: Callable[[], float] | None = None,
         backend_factory: BackendFactory | None = None,
+        initial_spec: dict[str, Any] | None = None,
     ) -> None:
         """Create the app (prefer :func:`make_app`).
 
@@ -63,11 +64,13 @@ class TaoSlurmApp(App[None]):
             settings: App settings (poll interval, keymap, theme).
             clock: 'Now' for displayed ages (frozen in tests).
             backend_factory: Builds another profile's back end (profile switching).
+            initial_spec: Open the composer pre-filled with this spec over the queue.
         """
         super().__init__()
         settings = settings or Settings()
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
         self.backend_factory = backend_factory
+        self.initial_spec = initial_spec
         self.register_theme(TAO_DARK)
         self.theme = settings.theme if settings.theme in self.available_themes else TAO_DARK.name
 
@@ -77,13 +80,21 @@ class TaoSlurmApp(App[None]):
         return self.ctx.backend
 
     def on_mount(self) -> None:
-        """Apply the keymap, open the queue, and the set-up first when the profile is incomplete."""
+        """Apply the keymap and open the queue (the home screen), the composer over it when a
+        spec was given, and the set-up on top when the profile is incomplete.
+
+        A complete profile opens on the queue without a doctor run (no extra round trip); if its
+        first poll fails, the queue's toast points to the set-up (``d``).
+        """
+        from tao_slurm_tui.screens.composer import ComposerScreen
         from tao_slurm_tui.screens.onboarding import OnboardingScreen
         from tao_slurm_tui.screens.queue import QueueScreen
 
         if self.ctx.settings.keys:
             self.set_keymap(self.ctx.settings.keys)
         self.push_screen(QueueScreen(self.ctx))
+        if self.initial_spec is not None:
+            self.push_screen(ComposerScreen(self.ctx, self.initial_spec))
         if self.backend.profile.missing_required():
             self.push_screen(OnboardingScreen(self.ctx))
 
@@ -175,6 +186,7 @@ def make_app(
     settings: Settings | None = None,
     clock: Callable[[], float] | None = None,
     backend_factory: BackendFactory | None = None,
+    initial_spec: dict[str, Any] | None = None,
 ) -> TaoSlurmApp:
     """Build the app (shared by the CLI, the tests and the screenshot script).
 
@@ -183,14 +195,25 @@ def make_app(
         settings: App settings; defaults when None.
         clock: 'Now'; ``time.time`` when None.
         backend_factory: Builds another profile's back end, enabling 'switch profile'.
+        initial_spec: A spec dict to open in the composer at start (``--spec``).
     """
-    return TaoSlurmApp(backend, settings=settings, clock=clock, backend_factory=backend_factory)
+    return TaoSlurmApp(
+        backend,
+        settings=settings,
+        clock=clock,
+        backend_factory=backend_factory,
+        initial_spec=initial_spec,
+    )
 
 
-def run_app(ctx: CliContext) -> int:
+def run_app(ctx: CliContext, *, spec: dict[str, Any] | None = None) -> int:
     """Open the TUI for the CLI context's profile.
 
     ``TAO_SLURM_TUI_DEMO=1`` runs it on the deterministic fake back end (no cluster needed).
+
+    Args:
+        ctx: The CLI's config and profile choice.
+        spec: A spec dict to open in the composer at start (``--spec``).
     """
     import os
 
@@ -210,5 +233,7 @@ def run_app(ctx: CliContext) -> int:
             backend: Backend = ClusterBackend(ctx.config, name)
             return backend
 
-    make_app(factory(ctx.profile_name), settings=settings, backend_factory=factory).run()
+    make_app(
+        factory(ctx.profile_name), settings=settings, backend_factory=factory, initial_spec=spec
+    ).run()
     return 0

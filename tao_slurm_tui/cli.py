@@ -8,7 +8,9 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--profile", metavar="NAME", help="cluster profile to use")
     parser.add_argument("--config", metavar="PATH", help="config file to use")
+    parser.add_argument(
+        "--spec",
+        metavar="PATH",
+        # Not "spec": render/submit's positional SPEC and doctor's --spec use that name.
+        dest="tui_spec",
+        help="open the dashboard's composer pre-filled from this spec TOML (no verb)",
+    )
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb, module_name in VERBS.items():
         module = importlib.import_module(f"tao_slurm_tui.commands.{module_name}")
@@ -49,20 +58,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_tui(ctx: CliContext) -> int:
+def _run_tui(ctx: CliContext, spec_path: str | None = None) -> int:
     from tao_slurm_tui.app import run_app
 
-    return run_app(ctx)
+    spec = None
+    if spec_path:
+        from tao_slurm_tui.core.spec import load_spec
+
+        # Checked before the screen opens: a bad file is one sentence and exit 2 (BadInput).
+        spec = load_spec(spec_path).model_dump(mode="json")
+    return run_app(ctx, spec=spec)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        # Inside the try: Ctrl-C while the verbs import (asyncssh takes a moment) is clean too.
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("tao-slurm-tui: interrupted.", file=sys.stderr)
+        return 130
     ctx = CliContext(config_override=args.config, profile_override=args.profile)
     try:
         if args.verb is None:
-            return _run_tui(ctx)
+            return _run_tui(ctx, args.tui_spec)
+        if args.tui_spec:
+            print(
+                f"tao-slurm-tui: --spec opens the dashboard's composer; give the spec to "
+                f"'{args.verb}' as its own argument instead.",
+                file=sys.stderr,
+            )
+            return 2
         if args.verb != "config":
             # A broken config file is reported once, up front, before any work starts.
             _ = ctx.config
@@ -77,6 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tao-slurm-tui: interrupted.", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `tao-slurm-tui VERB | head` closed the pipe early: not an error. Point stdout at
+        # /dev/null so the interpreter's final flush does not raise (and print) it again.
+        with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -200,6 +200,39 @@ _REASONS: dict[str, str] = {
     "OutOfMemory": "the job ran out of memory",
 }
 
+_SHORT_REASONS: dict[str, str] = {
+    "None": "",
+    "Resources": "no free nodes",
+    "Priority": "lower priority",
+    "PartitionTimeLimit": "over max time",
+    "PartitionNodeLimit": "too many nodes",
+    "PartitionConfig": "does not fit",
+    "PartitionDown": "partition down",
+    "PartitionInactive": "partition off",
+    "Dependency": "waits for job",
+    "DependencyNeverSatisfied": "dep. failed",
+    "BeginTime": "start not yet",
+    "JobHeldUser": "held by you",
+    "JobHeldAdmin": "held by admin",
+    "launch failed requeued held": "launch failed",
+    "ReqNodeNotAvail": "node unavail.",
+    "Reservation": "reservation",
+    "InvalidAccount": "bad account",
+    "InvalidQOS": "bad QOS",
+    "AssocMaxJobsLimit": "too many jobs",
+    "AssocGrpJobsLimit": "too many jobs",
+    "QOSMaxJobsPerUserLimit": "too many jobs",
+    "AssocGrpGRES": "GPU limit",
+    "QOSMaxGRESPerUser": "GPU limit",
+    "QOSGrpGRES": "GPU limit",
+    "AssocGrpCpuLimit": "CPU limit",
+    "BadConstraints": "impossible",
+    "NodeDown": "node down",
+    "Prolog": "prolog",
+    "Cleaning": "cleaning up",
+}
+"""A few words per pending reason, for a table column (:func:`explain_reason` with ``short``)."""
+
 _NODELIST_RE = re.compile(r"^[A-Za-z0-9._\-\[\],]+$")
 
 
@@ -211,21 +244,31 @@ def clean_reason(reason: str) -> str:
     return text
 
 
-def explain_reason(reason: str) -> str:
+def explain_reason(reason: str, *, short: bool = False) -> str:
     """Explain a SLURM pending/finish reason in plain words.
 
     Accepts ``Resources`` or ``(Resources)``, ``ReqNodeNotAvail, UnavailableNodes:vm`` and other
     decorated forms; unknown reasons fall back to ``SLURM reason: <reason>``; an empty reason
     gives ''.
+
+    Args:
+        reason: the reason as squeue/sacct print it.
+        short: a few words for a table column (``no free nodes``) instead of a sentence;
+            unknown reasons then fall back to the reason itself.
     """
     text = clean_reason(reason)
     if not text:
         return ""
-    if text in _REASONS:
-        return _REASONS[text]
+    table = _SHORT_REASONS if short else _REASONS
     head = re.split(r"[,:\s]", text, maxsplit=1)[0]
-    if head in _REASONS:
-        return _REASONS[head]
+    for key in (text, head):
+        if key in table:
+            return table[key]
+    if short:
+        for prefix, words in (("QOS", "QOS limit"), ("Assoc", "account limit")):
+            if head.startswith(prefix):
+                return words
+        return head
     if head.startswith("QOS"):
         return f"a QOS limit is reached ({text})"
     if head.startswith("Assoc"):

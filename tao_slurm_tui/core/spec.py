@@ -29,6 +29,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from tao_slurm_tui.core import images, storage
+from tao_slurm_tui.core.partitions import PartitionLimits, check_wall_time
 from tao_slurm_tui.core.shaping import Shape, shape_resources
 from tao_slurm_tui.errors import BadInput
 
@@ -406,6 +407,37 @@ def spec_errors(data: Mapping[str, Any]) -> dict[str, str]:
     except ValidationError as exc:
         return _errors_by_field(exc)
     return {}
+
+
+def spec_errors_for_profile(
+    data: Mapping[str, Any],
+    profile: Profile,
+    partition_limits: PartitionLimits | None = None,
+) -> dict[str, str]:
+    """Field → message for a spec as it would run on ``profile``, wall time included.
+
+    The composer's inline validation (real and fake back ends alike): :func:`spec_errors`,
+    plus the wall time against the MaxTime of every partition the job may run in (the spec's,
+    else the profile's). The wall-time check runs even while other fields are still wrong, so
+    the user sees every problem at once.
+
+    Args:
+        data: the spec as typed (a dict; unknown keys are reported too).
+        profile: supplies the partitions when the spec names none.
+        partition_limits: MaxTime per partition in seconds; default the packaged list.
+    """
+    errors = spec_errors(data)
+    if "time_hours" in errors or "partition" in errors:
+        return errors
+    default = JobSpec.model_fields["time_hours"].default
+    hours = data.get("time_hours", default)
+    if not isinstance(hours, int | float) or isinstance(hours, bool):
+        return errors
+    partition = str(data.get("partition") or "").strip() or ",".join(profile.partitions)
+    problem = check_wall_time(float(hours), partition, partition_limits)
+    if problem:
+        errors["time_hours"] = problem
+    return errors
 
 
 def validate_spec(data: Mapping[str, Any], *, source: str = "spec") -> JobSpec:

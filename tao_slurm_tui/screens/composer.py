@@ -15,7 +15,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Switch, TextArea
 
-from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.core.spec import validate_spec
+from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.services.backend import SubmitStage
@@ -27,16 +28,17 @@ PREVIEW_DELAY = 0.25
 """Seconds of quiet typing before the preview is rendered again."""
 
 
-def wall_time_error(spec: dict[str, Any], limits: dict[str, float], default: str) -> str | None:
-    """A message when the wall time exceeds the partition's MaxTime, else None."""
-    hours = spec.get("time_hours")
-    partition = spec.get("partition") or default
-    limit = limits.get(partition)
-    if not isinstance(hours, int | float) or limit is None or hours <= limit:
-        return None
-    longer = [p for p, h in sorted(limits.items()) if h >= hours]
-    hint = f" or use {', '.join(longer)}" if longer else ""
-    return f"{partition} allows at most {limit:g} h; lower the wall time{hint}."
+def spec_for_form(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """A loaded spec with every field, as the form shows it.
+
+    A valid file gets the spec's own defaults for the keys it leaves out (a shortened wall time
+    brings its matching timeout); an invalid one is shown as written over ``defaults`` so the
+    inline errors point at what to fix.
+    """
+    try:
+        return validate_spec(data).model_dump(mode="json")
+    except BadInput:
+        return {**defaults, **data}
 
 
 class ComposerScreen(Screen[None]):
@@ -89,12 +91,14 @@ class ComposerScreen(Screen[None]):
     def on_mount(self) -> None:
         """Fill the form, validate, preview; fetch the partitions' MaxTime."""
         self.form.load(self.initial)
+        # Typing starts in the name field: unfocused, letters would reach the app's bindings.
+        self.query_one("#f-name", Input).focus()
         self.call_after_refresh(self._changed, True)
         self.load_limits()
 
     @work(exclusive=True, group="limits", exit_on_error=False)
     async def load_limits(self) -> None:
-        """Partition MaxTimes for the wall-time check (once)."""
+        """Have the back end fetch the partitions' MaxTime, then check the wall time again."""
         self.limits = await self.ctx.backend.partition_limits()
         self._validate()
 
@@ -120,13 +124,9 @@ class ComposerScreen(Screen[None]):
 
     def _validate(self) -> dict[str, str]:
         spec, parse_errors = self.form.spec()
+        # The back end checks the wall time too, against the limits it knows (see load_limits).
         errors = self.ctx.backend.validate_spec(spec)
         errors.update(parse_errors)
-        if "time_hours" not in errors:
-            default = (self.ctx.backend.profile.partitions or [""])[0]
-            problem = wall_time_error(spec, self.limits, default)
-            if problem:
-                errors["time_hours"] = problem
         self.errors = errors
         self.form.show_errors(errors)
         keys = {field.key for field in FIELDS}
@@ -199,6 +199,11 @@ class ComposerScreen(Screen[None]):
         self.notify(
             f"{job.id} submitted as SLURM job {job.slurm_job_id or '?'}.", title="Submitted"
         )
+        from tao_slurm_tui.screens.queue import QueueScreen
+
+        for screen in self.app.screen_stack:
+            if isinstance(screen, QueueScreen):
+                screen.select_job(job.id)  # the cursor waits for the job's row
         self.app.pop_screen()
 
     # ------------------------------------------------------------------ files
@@ -216,7 +221,7 @@ class ComposerScreen(Screen[None]):
             except tomllib.TOMLDecodeError as error:
                 self.notify(f"{path} is not valid TOML: {error}.", severity="error")
                 return
-            self.form.load(data)
+            self.form.load(spec_for_form(data, self.ctx.backend.default_spec()))
             self._changed(immediate=True)
             self.notify(f"Loaded {path}.")
 

@@ -70,6 +70,9 @@ class QueueScreen(Screen[None]):
         self.show_finished = True
         self.failures = 0
         """Consecutive failed polls (drives the backoff)."""
+        self.polled_ok = False
+        """True once a poll reached the cluster."""
+        self._select: str | None = None
         self._timer: Timer | None = None
         self._suspended = True
 
@@ -129,13 +132,16 @@ class QueueScreen(Screen[None]):
         except TaoError as error:
             self.failures += 1
             delay = min(MAX_BACKOFF, self.poll_interval * 2**self.failures)
+            # Never reached the cluster this session: the profile itself may be the problem.
+            hint = "" if self.polled_ok else " Press d to run the set-up checks."
             self.notify(
-                f"{error} Trying again in {delay:.0f} s.",
+                f"{error} Trying again in {delay:.0f} s.{hint}",
                 title="Queue not refreshed",
                 severity="error",
             )
         else:
             self.failures = 0
+            self.polled_ok = True
             self._apply(jobs)
         finally:
             self.query_one(AppHeader).refresh()
@@ -157,8 +163,16 @@ class QueueScreen(Screen[None]):
         self._show()
         self._announce(events)
 
+    def select_job(self, job_id: str) -> None:
+        """Put the cursor on ``job_id`` as soon as it is shown (a job just submitted)."""
+        self._select = job_id
+        self._show()
+
     def _show(self) -> None:
         self.table.apply(self._visible())
+        if self._select is not None and self._select in self.table.jobs:
+            self.table.move_cursor(row=self.table.get_row_index(self._select))
+            self._select = None
         self._show_detail()
         shown, total = self.table.row_count, len(self.all_jobs)
         self.table.border_subtitle = (

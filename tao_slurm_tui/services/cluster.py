@@ -16,9 +16,9 @@ from typing import Any
 from tao_slurm_tui.config import Config, Profile, state_db_path
 from tao_slurm_tui.core import preflight
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.partitions import check_wall_time
+from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.render import render_sbatch
-from tao_slurm_tui.core.spec import JobSpec, spec_errors, validate_spec
+from tao_slurm_tui.core.spec import JobSpec, spec_errors_for_profile, validate_spec
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.remote.hostkeys import HostKeyInfo as FetchedKey
@@ -89,6 +89,7 @@ class ClusterBackend:
         )
         self._last_poll: float | None = None
         self._fetched: dict[str, FetchedKey] = {}
+        self._live_limits: dict[str, int | None] | None = None
 
     # ------------------------------------------------------------------ profile
 
@@ -144,6 +145,9 @@ class ClusterBackend:
 
     async def refresh(self) -> list[JobRecord]:
         """One monitor tick (one round trip for every active job; due retries done)."""
+        # With no active job the tick needs no round trip; open (or check) the connection
+        # anyway so the header's indicator tells the truth and a broken profile shows at once.
+        await self.conn.connect()
         result = await self.monitor.tick()
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))
@@ -185,35 +189,27 @@ class ClusterBackend:
         }
 
     def validate_spec(self, data: dict[str, Any]) -> dict[str, str]:
-        """Field errors of a spec dict, wall time against the (cached) partition limits."""
-        errors = spec_errors(data)
-        if "time_hours" not in errors and "partition" not in errors:
-            try:
-                spec = validate_spec(data)
-            except BadInput:
-                return errors
-            partition = spec.effective_partition(self._profile)
-            problem = check_wall_time(spec.time_hours, partition, offline_limits(self._name))
-            if problem:
-                errors["time_hours"] = problem
-        return errors
+        """Field errors of a spec dict, wall time against the partition limits known so far."""
+        return spec_errors_for_profile(data, self._profile, self._limits())
+
+    def _limits(self) -> PartitionLimits:
+        # The cluster's table once partition_limits() fetched it; the cached/packaged one before.
+        return self._live_limits if self._live_limits is not None else offline_limits(self._name)
 
     async def partition_limits(self) -> dict[str, float]:
         """MaxTime (hours) of the cluster's partitions; the packaged list when offline."""
         try:
-            limits = await self.submitter.partition_limits()
+            self._live_limits = dict(await self.submitter.partition_limits())
         except TaoError:
-            limits = offline_limits(self._name)
-        return _hours(dict(limits))
+            return _hours(dict(offline_limits(self._name)))
+        return _hours(self._live_limits)
 
     def _spec(self, data: dict[str, Any]) -> JobSpec:
         return validate_spec(data)
 
     def render(self, spec: dict[str, Any]) -> str:
         """The sbatch script the spec would submit (no network)."""
-        return render_sbatch(
-            self._spec(spec), self._profile, partition_limits=offline_limits(self._name)
-        )
+        return render_sbatch(self._spec(spec), self._profile, partition_limits=self._limits())
 
     async def submit(
         self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import math
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -17,6 +18,9 @@ from typing import Any
 
 from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.core.partitions import HOUR
+from tao_slurm_tui.core.render import render_sbatch
+from tao_slurm_tui.core.spec import spec_errors_for_profile, validate_spec
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.services.backend import (
     CheckResult,
@@ -35,25 +39,10 @@ FAKE_HOST = "login1.example.org"
 FAKE_FINGERPRINT = "SHA256:q3Xn9bUj1yKc8wq1mO0z7HcW2m0e4vN9kXJt4aF1b2c"
 """Host key fingerprint the fake reports."""
 
+FAKE_LIMITS: dict[str, int | None] = {"polar": 4 * HOUR, "polar3": 4 * HOUR, "gpu-long": 48 * HOUR}
+"""MaxTime (seconds) of the fake cluster's partitions."""
+
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_SPEC_KEYS = {
-    "name",
-    "image",
-    "command",
-    "num_nodes",
-    "num_gpus",
-    "cpus_per_task",
-    "time_hours",
-    "timeout_hours",
-    "partition",
-    "account",
-    "container_mounts",
-    "use_requeue",
-    "use_sqsh",
-    "inputs",
-    "env",
-    "specs",
-}
 
 
 def fake_profile() -> Profile:
@@ -403,88 +392,19 @@ class FakeBackend:
         )
 
     def validate_spec(self, data: dict[str, Any]) -> dict[str, str]:
-        """The platform's rules, simplified (the real back end uses core.spec)."""
-        errors: dict[str, str] = {}
-        for key in data:
-            if key not in _SPEC_KEYS:
-                errors[key] = f"'{key}' is not a spec field; check its spelling."
-        name = str(data.get("name", ""))
-        if not _NAME_RE.match(name):
-            errors["name"] = "Use 1-64 letters, digits, '.', '_' or '-'."
-        if not str(data.get("image", "")).strip():
-            errors["image"] = (
-                "Give a container image, e.g. nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt."
-            )
-        if not str(data.get("command", "")).strip():
-            errors["command"] = "Give the command to run inside the container."
-        for key, low in (("num_nodes", 1), ("num_gpus", 0), ("cpus_per_task", 1)):
-            value = data.get(key)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                errors[key] = f"Must be a whole number of at least {low}."
-        for key in ("time_hours", "timeout_hours"):
-            value = data.get(key)
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                errors[key] = "Must be a number of hours above 0."
-        t, to = data.get("time_hours"), data.get("timeout_hours")
-        if (
-            "timeout_hours" not in errors
-            and isinstance(t, int | float)
-            and isinstance(to, int | float)
-            and to >= t
-        ):
-            errors["timeout_hours"] = (
-                "Must be shorter than the wall time so the job can stop cleanly."
-            )
-        partition = str(data.get("partition", "") or "")
-        if partition and partition not in self._profile.partitions:
-            known = ", ".join(self._profile.partitions)
-            errors["partition"] = f"Unknown partition {partition!r}; the profile has {known}."
-        for i, path in enumerate(data.get("inputs") or []):
-            if not re.match(r"^(lustre://|slurm://)?/", str(path)):
-                errors["inputs"] = (
-                    f"Input {i + 1} must be an absolute cluster path or lustre:// URL."
-                )
-                break
-        return errors
+        """The real rules (core.spec), wall time against the fake cluster's partitions."""
+        return spec_errors_for_profile(data, self._profile, FAKE_LIMITS)
 
     async def partition_limits(self) -> dict[str, float]:
         """MaxTime per partition in hours."""
         await asyncio.sleep(0)
-        return {"polar": 4.0, "polar3": 4.0, "gpu-long": 48.0}
+        return {
+            name: (math.inf if sec is None else sec / HOUR) for name, sec in FAKE_LIMITS.items()
+        }
 
     def render(self, spec: dict[str, Any]) -> str:
-        """A plausible sbatch script (the real one comes from core.render)."""
-        errors = self.validate_spec(spec)
-        if errors:
-            field, msg = next(iter(errors.items()))
-            raise BadInput(f"{field}: {msg}")
-        hours = float(spec["time_hours"])
-        hh, mm = int(hours), round((hours - int(hours)) * 60)
-        root = self._profile.results_root
-        lines = [
-            "#!/bin/bash",
-            f"#SBATCH --job-name={spec['name']}",
-            f"#SBATCH --partition={spec.get('partition') or self._profile.partitions[0]}",
-            f"#SBATCH --nodes={spec['num_nodes']}",
-            f"#SBATCH --gpus-per-node={spec['num_gpus']}",
-            f"#SBATCH --cpus-per-task={spec['cpus_per_task']}",
-            f"#SBATCH --time={hh:02d}:{mm:02d}:00",
-            f"#SBATCH --output={root}/slurm-logs/%x-%j/main.out",
-            f"#SBATCH --error={root}/slurm-logs/%x-%j/main.err",
-        ]
-        if spec.get("use_requeue"):
-            lines.append("#SBATCH --requeue")
-        if spec.get("account"):
-            lines.append(f"#SBATCH --account={spec['account']}")
-        lines += [
-            "",
-            "set -euo pipefail",
-            f"export TAO_API_RESULTS_DIR={root}/results",
-            f"srun --container-image={spec['image']} \\",
-            f"     --container-mounts={','.join(spec.get('container_mounts') or [])} \\",
-            f"     bash {root}/entrypoints/job_{spec['name']}.sh",
-        ]
-        return "\n".join(lines) + "\n"
+        """The real sbatch script (core.render) for the fake profile."""
+        return render_sbatch(validate_spec(spec), self._profile, partition_limits=FAKE_LIMITS)
 
     async def submit(
         self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]

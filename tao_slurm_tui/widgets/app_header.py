@@ -95,11 +95,18 @@ class AppHeader(Widget):
         else:
             style = self.get_component_rich_style("app-header--warning")
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append("tao-slurm-tui", style=self.get_component_rich_style("app-header--title"))
+        # Separators end a piece rather than start the next: SVG renderers (rsvg, which turns
+        # the screenshots into PNGs) drop a <text>'s leading spaces ("connectedpolled").
+        title = self.get_component_rich_style("app-header--title")
         if self.screen_title:
-            text.append(f" · {self.screen_title}")
-        text.append(f"   profile {self.backend.profile_name or '-'}   ")
-        text.append(f"{glyph} {word}", style=style)
-        if last_poll is not None:
-            text.append(f"   polled {ago(self.clock() - last_poll)}")
+            text.append("tao-slurm-tui ", style=title)
+            text.append(f"· {self.screen_title}   ")
+        else:
+            text.append("tao-slurm-tui   ", style=title)
+        text.append(f"profile {self.backend.profile_name or '-'}   ")
+        if last_poll is None:
+            text.append(f"{glyph} {word}", style=style)
+        else:
+            text.append(f"{glyph} {word} ", style=style)
+            text.append(f"· polled {ago(self.clock() - last_poll)}")
         return text

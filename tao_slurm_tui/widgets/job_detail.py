@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.widgets.job_table import reason_in_words
+from tao_slurm_tui.core.slurm import explain_reason
 
 
 def job_paths(job: JobRecord) -> dict[str, str]:
@@ -24,14 +24,17 @@ def job_paths(job: JobRecord) -> dict[str, str]:
 def render_detail(job: JobRecord) -> RenderableType:
     """A renderable describing ``job`` (plain text only; no markup is parsed)."""
     head = Text(no_wrap=True, overflow="ellipsis")
-    head.append(job.id, style="bold")
-    head.append(f"  {job.status}  ·  SLURM {job.slurm_state or '-'}")
+    # Spaces end the styled piece instead of starting the next: SVG renderers (rsvg, used for
+    # the screenshots) drop leading spaces of a <text>, gluing "job-idRunning" together.
+    head.append(f"{job.id}  ", style="bold")
+    head.append(f"{job.status}  ·  SLURM {job.slurm_state or '-'}")
     if job.slurm_job_id:
         head.append(f" ({job.slurm_job_id})")
-    if job.reason and job.status.value == "Pending":
-        words = reason_in_words(job.reason)
-        head.append(f"  ·  {job.reason}: {words}" if words != job.reason else f"  ·  {job.reason}")
     parts: list[RenderableType] = [head]
+    if job.reason and job.status.value == "Pending":
+        # The full sentence here; the table's column has the short form.
+        words = explain_reason(job.reason)
+        parts.append(Text(f"Pending: {words} ({job.reason.strip('()')})", overflow="fold"))
     if job.message:
         parts.append(Text(f"Message: {job.message}", overflow="fold"))
     progress = job.progress

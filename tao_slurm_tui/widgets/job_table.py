@@ -19,6 +19,8 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
+from tao_slurm_tui.core.partitions import format_slurm_time
+from tao_slurm_tui.core.slurm import explain_reason, parse_duration
 
 COLUMNS: list[tuple[str, str]] = [
     ("id", "Job"),
@@ -35,32 +37,14 @@ COLUMNS: list[tuple[str, str]] = [
 ]
 """(column key, header) in display order."""
 
-REASONS: dict[str, str] = {
-    "Resources": "no free nodes",
-    "Priority": "lower priority",
-    "PartitionTimeLimit": "over max time",
-    "Dependency": "waits for job",
-    "DependencyNeverSatisfied": "dep. failed",
-    "QOSMaxJobsPerUserLimit": "too many jobs",
-    "AssocMaxJobsLimit": "too many jobs",
-    "ReqNodeNotAvail": "node unavail.",
-    "JobHeldUser": "held by you",
-    "JobHeldAdmin": "held by admin",
-    "BeginTime": "start not yet",
-    "PartitionDown": "partition down",
-    "Reservation": "reservation",
-    "None": "",
-}
-"""SLURM pending reasons in a few plain words (the detail pane shows the full explanation)."""
-
 BAR_WIDTH = 6
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
 def reason_in_words(reason: str) -> str:
-    """SLURM's pending reason in plain words ('' when there is none)."""
-    bare = reason.strip().strip("()")
-    return REASONS.get(bare, bare)
+    """SLURM's pending reason in a few words ('' when there is none); the detail pane shows
+    the full explanation."""
+    return explain_reason(reason, short=True)
 
 
 def progress_bar(job: JobRecord) -> str:
@@ -106,7 +90,14 @@ def compact_limit(limit: str) -> str:
     return f"{hours}h{minutes:02d}" if minutes else f"{hours}h"
 
 
+def _clock(elapsed: str) -> str:
+    # squeue prints 0:20 while sacct prints 00:00:20: one form in the column.
+    seconds = parse_duration(elapsed)
+    return elapsed if seconds is None else format_slurm_time(seconds)
+
+
 def _elapsed_of_limit(elapsed: str, limit: str, pending: bool) -> str:
+    elapsed = _clock(elapsed) if elapsed else ""
     if not limit:
         return elapsed
     return f"{'-' if pending or not elapsed else elapsed}/{compact_limit(limit)}"
@@ -198,6 +189,10 @@ class JobTable(DataTable[Text]):
         self.sort_column: str = "created"
         """Column the rows are sorted by ("created": newest first, the store's order)."""
         self.sort_reverse = False
+        self._shown: dict[str, dict[str, str]] = {}
+        """Plain text of every shown cell by job id: what a tick is compared against (cheap)."""
+        self._styles: dict[str, Style] = {}
+        """Component styles looked up this tick (each lookup is a CSS query: not per job)."""
 
     def on_mount(self) -> None:
         """Add the columns."""
@@ -206,21 +201,29 @@ class JobTable(DataTable[Text]):
 
     # ------------------------------------------------------------------ cells
     def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"job-table--{name}", partial=True)
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(
+                f"job-table--{name}", partial=True
+            )
+        return style
+
+    def notify_style_update(self) -> None:
+        """Styles changed (theme): look them up again."""
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _cell(self, job: JobRecord, key: str, value: str) -> Text:
+        style: Style | str = ""
+        if key == "status":
+            style = self._style(job.status.value.lower())
+        elif key == "progress":
+            style = self._style("progress")
+        return Text(value, style=style, no_wrap=True, end="")
 
     def cells(self, job: JobRecord) -> dict[str, Text]:
         """Styled cells for ``job``."""
-        plain = job_plain_cells(job)
-        status_style = self._style(job.status.value.lower())
-        out: dict[str, Text] = {}
-        for key, value in plain.items():
-            style: Style | str = ""
-            if key == "status":
-                style = status_style
-            elif key == "progress":
-                style = self._style("progress")
-            out[key] = Text(value, style=style, no_wrap=True, end="")
-        return out
+        return {key: self._cell(job, key, value) for key, value in job_plain_cells(job).items()}
 
     @property
     def cursor_job_id(self) -> str | None:
@@ -244,6 +247,7 @@ class JobTable(DataTable[Text]):
             Counts of added rows, updated cells and removed rows.
         """
         stats = DiffStats()
+        self._styles.clear()  # a theme switch since the last tick shows in the changed cells
         keep_cursor = self.cursor_job_id
         new = {job.id: job for job in jobs}
         order_changed = False
@@ -251,22 +255,28 @@ class JobTable(DataTable[Text]):
             for job_id in [k for k in self.jobs if k not in new]:
                 self.remove_row(job_id)
                 del self.jobs[job_id]
+                self._shown.pop(job_id, None)
                 stats.removed += 1
             for job_id, job in new.items():
-                cells = self.cells(job)
+                # Compare plain strings; build styled Text only for cells that changed
+                # (building 2,000 x 11 Texts per tick cost ~200 ms with 2,000 jobs).
+                plain = job_plain_cells(job)
                 if job_id not in self.jobs:
-                    self.add_row(*(cells[key] for key, _ in COLUMNS), key=job_id)
+                    cells = [self._cell(job, key, plain[key]) for key, _ in COLUMNS]
+                    self.add_row(*cells, key=job_id)
                     stats.added += 1
                     order_changed = True
                 else:
                     old = self.jobs[job_id]
                     if sort_value(old, self.sort_column) != sort_value(job, self.sort_column):
                         order_changed = True
-                    for key, value in cells.items():
-                        if self.get_cell(job_id, key) != value:
-                            self.update_cell(job_id, key, value)
+                    shown = self._shown.get(job_id, {})
+                    for key, value in plain.items():
+                        if shown.get(key) != value:
+                            self.update_cell(job_id, key, self._cell(job, key, value))
                             stats.updated_cells += 1
                 self.jobs[job_id] = job
+                self._shown[job_id] = plain
             if order_changed:
                 self._sort()
             if keep_cursor is not None and keep_cursor in self.jobs and stats.removed + stats.added:

@@ -13,11 +13,12 @@ from collections import deque
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.events import MouseScrollUp
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -100,6 +101,8 @@ class LogView(ScrollView, can_focus=True):
         """Absolute numbers of lines matching the search term, ascending."""
         self._current = -1
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
+        self._frame_style: Style | None = None
+        """``rich_style`` for the frame being drawn (a CSS walk each time: once per frame)."""
 
     # ------------------------------------------------------------------ content
     @property
@@ -276,31 +279,39 @@ class LogView(ScrollView, can_focus=True):
         super().notify_style_update()
         self._cache.clear()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Draw the visible rows, looking the widget's style up once for all of them."""
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
     def render_line(self, y: int) -> Strip:
         """Draw one visible row (the Line API: nothing off screen is drawn)."""
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        rich_style = self.rich_style
+        rich_style = self._frame_style or self.rich_style
         if index >= len(self._lines):
             return Strip.blank(width, rich_style)
         absolute = self._dropped + index
         key = (absolute, width)
         strip = self._cache.get(key)
         if strip is None:
-            strip = self._render_full(index, absolute, width)
+            strip = self._render_full(index, absolute, width, rich_style)
             self._cache[key] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, rich_style)
 
-    def _render_full(self, index: int, absolute: int, width: int) -> Strip:
+    def _render_full(self, index: int, absolute: int, width: int, rich_style: Style) -> Strip:
         text, is_separator = self._lines[index]
         if is_separator:
             style = self.get_component_rich_style("log-view--separator")
             label = f"── {text} "
             rule = label + "─" * max(0, max(width, self._width) - cell_len(label))
-            return Strip([Segment(rule, self.rich_style + style)], cell_len(rule))
+            return Strip([Segment(rule, rich_style + style)], cell_len(rule))
         line = Text(text, no_wrap=True, end="")
-        line.stylize(self.rich_style)
+        line.stylize(rich_style)
         if self._term:
             needle = self._term.lower()
             low = text.lower()

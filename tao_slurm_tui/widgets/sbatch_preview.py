@@ -23,7 +23,8 @@ class SbatchPreview(TextArea):
             language=None,
             read_only=True,
             show_line_numbers=False,
-            soft_wrap=True,
+            # Long srun/export lines scroll sideways: wrapped shell lines read as two commands.
+            soft_wrap=False,
             id=id,
         )
         self.border_title = "sbatch preview"

@@ -1,0 +1,95 @@
+"""One source for the composer's rules: spec errors with wall time, and pending-reason words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tao_slurm_tui.core.partitions import HOUR
+from tao_slurm_tui.core.render import render_sbatch
+from tao_slurm_tui.core.slurm import explain_reason
+from tao_slurm_tui.core.spec import spec_errors, spec_errors_for_profile, validate_spec
+from tao_slurm_tui.services.fake import FAKE_LIMITS, FakeBackend, fake_profile
+from tao_slurm_tui.widgets.job_table import reason_in_words
+
+GOOD: dict[str, Any] = {
+    "name": "rules-1",
+    "image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt",
+    "command": "dino train -e /specs/train.yaml",
+    "time_hours": 4,
+    "timeout_hours": 3.8,
+    "partition": "polar",
+}
+
+LIMITS = {"polar": 4 * HOUR, "long": 48 * HOUR}
+
+
+def test_valid_spec_has_no_errors() -> None:
+    assert spec_errors_for_profile(GOOD, fake_profile(), LIMITS) == {}
+
+
+def test_wall_time_over_the_partition_limit_is_an_error_of_time_hours() -> None:
+    errors = spec_errors_for_profile({**GOOD, "time_hours": 10}, fake_profile(), LIMITS)
+    assert list(errors) == ["time_hours"]
+    assert "'polar' (MaxTime 4 h)" in errors["time_hours"]
+    assert (
+        spec_errors_for_profile(
+            {**GOOD, "time_hours": 10, "partition": "long"}, fake_profile(), LIMITS
+        )
+        == {}
+    )
+
+
+def test_wall_time_is_checked_even_when_other_fields_are_wrong() -> None:
+    data = {**GOOD, "name": "bad name!", "command": "", "time_hours": 10}
+    errors = spec_errors_for_profile(data, fake_profile(), LIMITS)
+    assert {"name", "command", "time_hours"} <= set(errors)
+
+
+def test_profile_partitions_are_used_when_the_spec_names_none() -> None:
+    profile = fake_profile().model_copy(update={"partition": "long"})
+    data = {**GOOD, "partition": "", "time_hours": 10}
+    assert spec_errors_for_profile(data, profile, LIMITS) == {}
+    assert "time_hours" in spec_errors_for_profile(data, fake_profile(), LIMITS)
+
+
+def test_a_bad_number_is_reported_once_without_a_wall_time_message() -> None:
+    errors = spec_errors_for_profile({**GOOD, "time_hours": "ten"}, fake_profile(), LIMITS)
+    assert errors["time_hours"] == spec_errors({**GOOD, "time_hours": "ten"})["time_hours"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        GOOD,
+        {**GOOD, "time_hours": 10},
+        {**GOOD, "num_gpus": -1, "bogus": 1},
+        {**GOOD, "partition": "gpu-long", "time_hours": 40, "timeout_hours": 39},
+    ],
+)
+def test_the_fake_uses_the_real_rules_and_the_real_script(data: dict[str, Any]) -> None:
+    fake = FakeBackend()
+    assert fake.validate_spec(dict(data)) == spec_errors_for_profile(
+        data, fake.profile, FAKE_LIMITS
+    )
+    if not fake.validate_spec(dict(data)):
+        expected = render_sbatch(validate_spec(data), fake.profile, partition_limits=FAKE_LIMITS)
+        assert fake.render(dict(data)) == expected
+
+
+@pytest.mark.parametrize(
+    ("reason", "words"),
+    [
+        ("Resources", "no free nodes"),
+        ("(Priority)", "lower priority"),
+        ("ReqNodeNotAvail, UnavailableNodes:vm", "node unavail."),
+        ("QOSSomethingNew", "QOS limit"),
+        ("SomethingNew", "SomethingNew"),
+        ("None", ""),
+        ("", ""),
+    ],
+)
+def test_short_reasons_come_from_core_slurm(reason: str, words: str) -> None:
+    assert explain_reason(reason, short=True) == words
+    assert reason_in_words(reason) == words
