@@ -244,6 +244,38 @@ def clean_reason(reason: str) -> str:
     return text
 
 
+_END_REASONS = frozenset(
+    {
+        "NonZeroExitCode",
+        "JobLaunchFailure",
+        "TimeLimit",
+        "NodeDown",
+        "BadConstraints",
+        "RaisedSignal",
+        "Prolog",
+        "SystemFailure",
+        "OutOfMemory",
+        "DeadLine",
+    }
+)
+"""squeue reasons that explain how a job ended (kept after it left PENDING)."""
+
+_WAITING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING"})
+
+
+def reason_for_state(state: str, reason: str) -> str:
+    """The reason worth showing for a job in ``state``.
+
+    A waiting reason (``(BeginTime)``, ``(JobHeldUser)``, squeue's ``None``) means nothing once
+    the job runs, ended or was cancelled, so it is dropped then; reasons that explain an end
+    (``NonZeroExitCode``, ``TimeLimit``, ``JobLaunchFailure``, ...) are kept.
+    """
+    if normalize_state(state) in _WAITING_STATES:
+        return reason
+    head = re.split(r"[,:\s]", clean_reason(reason), maxsplit=1)[0]
+    return reason if head in _END_REASONS else ""
+
+
 def explain_reason(reason: str, *, short: bool = False) -> str:
     """Explain a SLURM pending/finish reason in plain words.
 
@@ -727,7 +759,7 @@ class SlurmSnapshot:
             value = getattr(self, key)
             if value:
                 updates[key] = value
-        updates["reason"] = self.reason
+        updates["reason"] = reason_for_state(self.state, self.reason)
         updates["est_start"] = self.est_start
         updates["restarts"] = max(self.restarts, attempt.restarts)
         return replace(attempt, **updates)  # type: ignore[arg-type]

@@ -341,9 +341,7 @@ class Monitor:
         if not snap.found:
             # sacct has no row for ~1 s after submit; keep what we had and ask again.
             return
-        updated = snap.apply_to(attempt)
-        if snap.state != "PENDING" and updated.reason == "None":
-            updated.reason = ""  # squeue's "no reason" while running or after the end
+        updated = snap.apply_to(attempt)  # drops waiting reasons once the job left PENDING
         if (
             attempt.state == "RUNNING"
             and snap.state in ("PENDING", "REQUEUED")

@@ -31,6 +31,7 @@ from tao_slurm_tui.core.slurm import (
     parse_rows,
     parse_sbatch_output,
     poll_command,
+    reason_for_state,
     sacct_format,
     squeue_format,
 )
@@ -614,3 +615,23 @@ def test_apply_to_attempt_keeps_what_is_unknown() -> None:
     assert (updated.state, updated.exit_code, updated.nodes) == ("FAILED", "1:0", "vm")
     assert updated.login_host == "login1" and updated.reason == "NonZeroExitCode"
     assert merge(None, None, "15").apply_to(attempt) == attempt
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "shown"),
+    [
+        ("PENDING", "(Resources)", "(Resources)"),
+        ("PENDING", "None", "None"),
+        ("RUNNING", "None", ""),
+        ("CANCELLED by 1001", "(BeginTime)", ""),
+        ("CANCELLED", "JobHeldUser", ""),
+        ("FAILED", "(NonZeroExitCode)", "(NonZeroExitCode)"),
+        ("FAILED", "JobLaunchFailure", "JobLaunchFailure"),
+        ("TIMEOUT", "(TimeLimit)", "(TimeLimit)"),
+        ("COMPLETED", "None", ""),
+    ],
+)
+def test_waiting_reasons_are_dropped_once_the_job_left_pending(
+    state: str, reason: str, shown: str
+) -> None:
+    assert reason_for_state(state, reason) == shown
