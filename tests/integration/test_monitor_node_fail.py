@@ -2,9 +2,9 @@
 
 This test sets the sandbox's ONLY node DOWN, which kills every job running on it, so it is
 marked ``serial``: ``make test`` runs it alone after the parallel suite. As a guard it still
-waits until no job other than its own runs on the cluster (up to 10 minutes), then keeps the node DOWN only for the few seconds SLURM needs to fail the
-job and RESUMEs it in a ``finally``. Jobs submitted by other tests during that window simply
-pend for those seconds. Set TAO_SKIP_NODE_DOWN=1 to skip it.
+waits until no job other than its own runs on the cluster (up to 10 minutes), then keeps the
+node DOWN only for the few seconds SLURM needs to fail the job and RESUMEs it in a
+``finally``. Set TAO_SKIP_NODE_DOWN=1 to skip it.
 """
 
 from __future__ import annotations
