@@ -76,6 +76,7 @@ async def shoot(name: str, step: Step) -> Path:
         FakeBackend(clock=lambda: FROZEN_TIME),
         settings=Settings(poll_interval=3600),
         clock=lambda: FROZEN_TIME,
+        cursor_blink=False,  # a blinking cursor would make the picture depend on timing
     )
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot)

@@ -10,8 +10,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding
+from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from tao_slurm_tui.config import Settings
@@ -56,6 +58,7 @@ class TaoSlurmApp(App[None]):
         clock: Callable[[], float] | None = None,
         backend_factory: BackendFactory | None = None,
         initial_spec: dict[str, Any] | None = None,
+        cursor_blink: bool = True,
     ) -> None:
         """Create the app (prefer :func:`make_app`).
 
@@ -65,8 +68,11 @@ class TaoSlurmApp(App[None]):
             clock: 'Now' for displayed ages (frozen in tests).
             backend_factory: Builds another profile's back end (profile switching).
             initial_spec: Open the composer pre-filled with this spec over the queue.
+            cursor_blink: Blink the text cursor of inputs; False draws it steadily (snapshots
+                and screenshots must not depend on when they are taken).
         """
         super().__init__()
+        self.cursor_blink = cursor_blink
         settings = settings or Settings()
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
         self.backend_factory = backend_factory
@@ -97,6 +103,16 @@ class TaoSlurmApp(App[None]):
             self.push_screen(ComposerScreen(self.ctx, self.initial_spec))
         if self.backend.profile.missing_required():
             self.push_screen(OnboardingScreen(self.ctx))
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Without blinking, a focused text field draws its cursor steadily.
+
+        Only a focused field draws a cursor, so turning the blink off as focus arrives covers
+        every Input and TextArea of every screen, including fields mounted later.
+        """
+        widget = event.widget
+        if not self.cursor_blink and isinstance(widget, (Input, TextArea)):
+            widget.cursor_blink = False
 
     # ------------------------------------------------------------------ errors
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -187,6 +203,7 @@ def make_app(
     clock: Callable[[], float] | None = None,
     backend_factory: BackendFactory | None = None,
     initial_spec: dict[str, Any] | None = None,
+    cursor_blink: bool = True,
 ) -> TaoSlurmApp:
     """Build the app (shared by the CLI, the tests and the screenshot script).
 
@@ -196,6 +213,7 @@ def make_app(
         clock: 'Now'; ``time.time`` when None.
         backend_factory: Builds another profile's back end, enabling 'switch profile'.
         initial_spec: A spec dict to open in the composer at start (``--spec``).
+        cursor_blink: False draws text cursors steadily (tests and screenshots).
     """
     return TaoSlurmApp(
         backend,
@@ -203,6 +221,7 @@ def make_app(
         clock=clock,
         backend_factory=backend_factory,
         initial_spec=initial_spec,
+        cursor_blink=cursor_blink,
     )
 
 

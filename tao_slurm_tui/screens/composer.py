@@ -182,7 +182,8 @@ class ComposerScreen(Screen[None]):
         ]
         self.stages.update("\n".join(marks))
 
-    @work(exclusive=True, group="submit", exit_on_error=False)
+    # A fixed description rather than repr(spec): the env values may hold tokens.
+    @work(exclusive=True, group="submit", exit_on_error=False, description="submit the job")
     async def submit_spec(self, spec: dict[str, Any]) -> None:
         """Submit with visible stages; a refusal keeps the form and shows SLURM's message."""
         self.stages.remove_class("-failed")

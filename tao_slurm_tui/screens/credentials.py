@@ -68,7 +68,14 @@ class CredentialsModal(ModalScreen[bool]):
         self.install(key)
         del key
 
-    @work(exclusive=True, group="credentials", exit_on_error=False)
+    # A fixed description: by default @work writes repr(args), the key, into the worker's
+    # description, which its repr, devtools and error reports show.
+    @work(
+        exclusive=True,
+        group="credentials",
+        exit_on_error=False,
+        description="install NGC credentials",
+    )
     async def install(self, key: str) -> None:
         """Send the key to the back end; report the outcome without echoing anything of it."""
         try:

@@ -300,7 +300,9 @@ class OnboardingScreen(Screen[None]):
             self.notify(f"{host} trusted.")
             self.doctor()
 
-    @work(exclusive=True, group="fix", exit_on_error=False)
+    # A fixed description: by default @work writes repr(args), the password or passphrase,
+    # into the worker's description, which its repr, devtools and error reports show.
+    @work(exclusive=True, group="fix", exit_on_error=False, description="run a set-up fix")
     async def run_fix(self, action: str, secret: str | None = None) -> None:
         """Run a fix through the back end (a secret is used once and dropped)."""
         backend = self.ctx.backend

@@ -24,8 +24,16 @@ def fake() -> FakeBackend:
 
 
 def build_app(backend: FakeBackend, **settings: object) -> TaoSlurmApp:
-    """The app on ``backend`` with a long poll interval (tests drive refreshes themselves)."""
-    return make_app(backend, settings=Settings(poll_interval=3600, **settings), clock=frozen)  # type: ignore[arg-type]
+    """The app on ``backend`` with a long poll interval (tests drive refreshes themselves).
+
+    Text cursors do not blink: a snapshot must not depend on the instant it is taken.
+    """
+    return make_app(
+        backend,
+        settings=Settings(poll_interval=3600, **settings),  # type: ignore[arg-type]
+        clock=frozen,
+        cursor_blink=False,
+    )
 
 
 @pytest.fixture

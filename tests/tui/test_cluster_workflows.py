@@ -30,6 +30,7 @@ from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.widgets.log_pane import LogPane
+from tests.tui.waits import record_notifications
 
 pytestmark = pytest.mark.cluster
 
@@ -171,12 +172,13 @@ async def test_compose_submit_complete_and_read_the_logs(
     cluster_app: TaoSlurmApp, job_names: list[str]
 ) -> None:
     app = cluster_app
+    notes = record_notifications(app)  # toasts expire after seconds; the record does not
     name = _unique("wf-ok")
     job_names.append(name)
     async with app.run_test(size=SIZE) as pilot:
         composer = await open_composer_with_demo(pilot)
         await submit_from_composer(pilot, composer, name, f"{TRAIN} --epochs 3 --seconds 1")
-        assert any(f"{name} submitted as SLURM job" in n.message for n in app._notifications)
+        assert any(f"{name} submitted as SLURM job" in n.message for n in notes)
 
         await wait_for(
             pilot,
@@ -189,7 +191,7 @@ async def test_compose_submit_complete_and_read_the_logs(
         row = screen.table.jobs[name]
         assert row.slurm_state == "COMPLETED"
         assert row.progress.epoch == 3 and row.progress.max_epoch == 3
-        assert any(f"{name} finished" in n.message for n in app._notifications)
+        assert any(f"{name} finished" in n.message for n in notes)
 
         await select_row(pilot, name)
         await pilot.press("l")
@@ -212,6 +214,7 @@ async def test_cancel_from_the_queue_with_confirm(
     cluster_app: TaoSlurmApp, job_names: list[str]
 ) -> None:
     app = cluster_app
+    notes = record_notifications(app)  # toasts expire after seconds; the record does not
     name = _unique("wf-cancel")
     job_names.append(name)
     async with app.run_test(size=SIZE) as pilot:
@@ -231,7 +234,7 @@ async def test_cancel_from_the_queue_with_confirm(
             lambda: queue_status(app, name) is TaoStatus.CANCELED,
             f"{name} to be Canceled in the queue",
         )
-        assert any(f"{name} was canceled" in n.message for n in app._notifications)
+        assert any(f"{name} was canceled" in n.message for n in notes)
         # The next polls keep it Canceled (SLURM agrees).
         screen = app.screen
         assert isinstance(screen, QueueScreen)
@@ -250,6 +253,7 @@ async def test_failing_submit_shows_slurms_message_and_keeps_the_form(
     cluster_app: TaoSlurmApp, job_names: list[str]
 ) -> None:
     app = cluster_app
+    notes = record_notifications(app)  # toasts expire after seconds; the record does not
     name = _unique("wf-bad")
     job_names.append(name)
     async with app.run_test(size=SIZE) as pilot:
@@ -269,8 +273,7 @@ async def test_failing_submit_shows_slurms_message_and_keeps_the_form(
         shown = str(composer.stages.render())
         assert "invalid partition" in shown.lower(), shown
         assert any(
-            "invalid partition" in n.message.lower() and n.severity == "error"
-            for n in app._notifications
+            "invalid partition" in n.message.lower() and n.severity == "error" for n in notes
         )
         assert form_values(composer) == typed
         assert not composer.submit_button.disabled

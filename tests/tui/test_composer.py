@@ -7,9 +7,11 @@ from typing import Any
 from textual.widgets import Input, Label
 
 from tao_slurm_tui.screens.composer import ComposerScreen
+from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
 from tests.tui.conftest import SIZE, build_app
+from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 GOOD = {
     "name": "compose-test",
@@ -29,12 +31,16 @@ GOOD = {
 
 
 async def _open(pilot: Any, spec: dict[str, Any] | None = None) -> ComposerScreen:
+    """Open the composer over the queue; return it with its limits and first preview in."""
     app = pilot.app
+    await shown(pilot, QueueScreen)
+    await settle(pilot)
     screen = ComposerScreen(app.ctx, dict(spec) if spec else None)
     await app.push_screen(screen)
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause(0.3)
+    await settle(pilot)  # the partitions' limits
+    await wait_for(pilot, lambda: screen.limits, "the partitions' limits")
+    if spec:
+        await wait_for(pilot, lambda: screen.preview.text, "the first preview")
     return screen
 
 
@@ -44,99 +50,116 @@ def _error(screen: ComposerScreen, key: str) -> str:
 
 
 async def _type(pilot: Any, screen: ComposerScreen, key: str, text: str) -> None:
+    """Clear a field, type ``text`` into it and let the screen handle the changes."""
     field = screen.query_one(f"#f-{key}", Input)
     field.value = ""
     field.focus()
+    await wait_for(pilot, lambda: field.has_focus, f"the focused {key} field")
     await pilot.press(*text)
-    await pilot.pause()
+    await wait_for(pilot, lambda: field.value == text, f"{text!r} in the {key} field")
+    await settle(pilot)
+
+
+async def _shows_error(pilot: Any, screen: ComposerScreen, key: str, words: str) -> None:
+    """Wait for the inline error of ``key`` to say ``words`` ("" for no error)."""
+    if words:
+        await wait_for(pilot, lambda: words in _error(screen, key), f"{words!r} under {key}")
+    else:
+        await wait_for(pilot, lambda: _error(screen, key) == "", f"no error under {key}")
 
 
 async def test_inline_validation_as_you_type(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         screen = await _open(pilot, GOOD)
         assert screen.errors == {}
         await _type(pilot, screen, "name", "bad name!")
-        assert "letters, digits" in _error(screen, "name")
+        await _shows_error(pilot, screen, "name", "letters, digits")
         await _type(pilot, screen, "num_gpus", "four")
-        assert "whole number" in _error(screen, "num_gpus")
+        await _shows_error(pilot, screen, "num_gpus", "whole number")
         await _type(pilot, screen, "name", "good-name")
         await _type(pilot, screen, "num_gpus", "2")
-        assert _error(screen, "name") == "" and _error(screen, "num_gpus") == ""
+        await _shows_error(pilot, screen, "name", "")
+        await _shows_error(pilot, screen, "num_gpus", "")
+        assert screen.errors == {}
 
 
 async def test_wall_time_checked_against_partition_limit(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         screen = await _open(pilot, GOOD)
         await _type(pilot, screen, "time_hours", "10")
-        assert "ask for at most 4 h" in _error(screen, "time_hours")
+        await _shows_error(pilot, screen, "time_hours", "ask for at most 4 h")
         await _type(pilot, screen, "partition", "gpu-long")
-        assert _error(screen, "time_hours") == ""
+        await _shows_error(pilot, screen, "time_hours", "")
+        assert "time_hours" not in screen.errors
 
 
 async def test_preview_follows_the_form(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         screen = await _open(pilot, GOOD)
         assert "#SBATCH --job-name=compose-test" in screen.preview.text
+        assert "#SBATCH --gres=gpu:4" in screen.preview.text
         await _type(pilot, screen, "num_gpus", "2")
-        await pilot.pause(0.4)
-        assert "#SBATCH --gres=gpu:2" in screen.preview.text
+        # Re-rendered after a quiet spell of typing (a timer): wait for it, however long.
+        await wait_for(
+            pilot, lambda: "#SBATCH --gres=gpu:2" in screen.preview.text, "the new preview"
+        )
 
 
 async def test_failed_submit_keeps_the_form_and_shows_slurms_message(fake: FakeBackend) -> None:
     fake.submit_error = "sbatch: error: invalid partition specified: bogus"
     app = build_app(fake)
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         screen = await _open(pilot, GOOD)
         await _type(pilot, screen, "command", "python train.py --epochs 3")
         typed = screen.current_spec()
         await pilot.press("ctrl+s")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_for(
+            pilot,
+            lambda: "invalid partition specified: bogus" in str(screen.stages.render()),
+            "SLURM's message in the stages",
+        )
+        await settle(pilot)
         assert app.screen is screen
         assert screen.current_spec() == typed
-        assert "invalid partition specified: bogus" in str(screen.stages.render())
-        assert any("invalid partition" in n.message for n in app._notifications)
+        assert any("invalid partition" in n.message for n in notes)
         assert "compose-test" not in {j.id for j in fake.jobs()}
 
 
 async def test_submit_with_errors_is_refused_locally(fake: FakeBackend) -> None:
     app = build_app(fake)
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         screen = await _open(pilot)  # the defaults: no command yet
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        await wait_for(
+            pilot, lambda: any("Fix the fields" in n.message for n in notes), "the refusal"
+        )
+        await settle(pilot)
         assert app.screen is screen
         assert "command" in screen.errors
         assert screen.focused is screen.query_one("#f-command")
+        assert "compose-test" not in {j.id for j in fake.jobs()} and not screen.submitting
 
 
 async def test_good_submit_shows_stages_returns_to_queue(fake: FakeBackend) -> None:
     app = build_app(fake)
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         await _open(pilot, GOOD)
         await pilot.press("ctrl+s")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert isinstance(app.screen, QueueScreen)
-        assert "compose-test" in app.screen.table.jobs
-        assert any("compose-test submitted" in n.message for n in app._notifications)
+        queue: QueueScreen = await shown(pilot, QueueScreen)
+        await wait_for(pilot, lambda: "compose-test" in queue.table.jobs, "the new job's row")
+        assert queue.table.cursor_job_id == "compose-test"
+        assert any("compose-test submitted" in n.message for n in notes)
 
 
 async def test_clone_opens_composer_with_a_new_name(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await shown(pilot, QueueScreen)
+        await settle(pilot)
         await pilot.press("e")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ComposerScreen)
+        screen = await shown(pilot, ComposerScreen)
         spec = screen.current_spec()
         assert spec["name"] == "dino-train-1-2"
         assert spec["command"] == "dino train -e /specs/dino-train-1.yaml"
@@ -145,19 +168,24 @@ async def test_clone_opens_composer_with_a_new_name(app: Any) -> None:
 async def test_save_and_load_toml(app: Any, tmp_path: Any) -> None:
     path = tmp_path / "spec.toml"
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         screen = await _open(pilot, GOOD)
         await pilot.press("ctrl+t")
-        await pilot.pause()
-        field = app.screen.query_one("#path", Input)
-        field.value = str(path)
-        await pilot.press("enter")
-        await pilot.pause()
-        assert path.exists()
+        await _enter_path(pilot, path)
+        await shown(pilot, ComposerScreen)
+        await wait_for(pilot, path.exists, "the spec file written")
         await _type(pilot, screen, "name", "changed")
+        assert screen.current_spec()["name"] == "changed"
         await pilot.press("ctrl+o")
-        await pilot.pause()
-        app.screen.query_one("#path", Input).value = str(path)
-        await pilot.press("enter")
-        await pilot.pause()
-        assert screen.current_spec()["name"] == "compose-test"
+        await _enter_path(pilot, path)
+        await wait_for(
+            pilot, lambda: screen.current_spec()["name"] == "compose-test", "the spec loaded"
+        )
+
+
+async def _enter_path(pilot: Any, path: Any) -> None:
+    """Type ``path`` into the path dialog and press Enter."""
+    modal = await shown(pilot, PathModal)
+    field = modal.query_one("#path", Input)
+    await wait_for(pilot, lambda: field.has_focus, "the focused path field")
+    field.value = str(path)
+    await pilot.press("enter")

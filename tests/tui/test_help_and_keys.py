@@ -8,8 +8,10 @@ from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.help import HelpScreen
 from tao_slurm_tui.screens.help_tables import binding_tables, bindings_markdown
 from tao_slurm_tui.screens.palette import TaoCommands
+from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
 from tests.tui.conftest import SIZE, build_app
+from tests.tui.waits import settle, shown, wait_for
 
 
 def test_every_binding_has_an_id_and_appears_in_the_markdown() -> None:
@@ -29,27 +31,30 @@ def test_keymap_is_applied_to_the_tables() -> None:
 async def test_remapped_key_works(fake: FakeBackend) -> None:
     app = build_app(fake, keys={"queue.cancel": "x"})
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("down", "x")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmModal)
+        queue: QueueScreen = await shown(pilot, QueueScreen)
+        await settle(pilot)
+        await pilot.press("down")
+        await wait_for(pilot, lambda: queue.table.cursor_row == 1, "the cursor on a live job")
+        await pilot.press("x")
+        await shown(pilot, ConfirmModal)
 
 
 async def test_help_screen_lists_bindings(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await shown(pilot, QueueScreen)
         await pilot.press("question_mark")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
+        await shown(pilot, HelpScreen)
+        await wait_for(pilot, lambda: "queue.cancel" in app.export_screenshot(), "the tables")
         svg = app.export_screenshot()
         assert "queue.cancel" in svg and "logs.follow" in svg
         await pilot.press("escape")
+        await shown(pilot, QueueScreen)
         assert not isinstance(app.screen, HelpScreen)
 
 
 async def test_palette_offers_app_commands(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await shown(pilot, QueueScreen)
         provider = TaoCommands(app.screen)
         names = [hit.text async for hit in provider.discover()]
         assert {"New job", "Doctor", "Queue", "Help"} <= set(map(str, names))

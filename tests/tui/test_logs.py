@@ -8,14 +8,35 @@ from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.services.fake import FakeBackend
 from tao_slurm_tui.widgets.log_view import LogView, clean_line
 from tests.tui.conftest import SIZE, build_app
+from tests.tui.waits import wait_for
 
 
-async def _open_logs(pilot: Any, job_id: str) -> LogsScreen:
+async def _open_logs(
+    pilot: Any, job_id: str, out_lines: int, err_lines: int, *, live: bool = False
+) -> LogsScreen:
+    """Open the job's logs and wait until both followers delivered every seeded line.
+
+    A job with 1 attempt of n lines has n + 1 lines in main.out (its NCCL line) and n in
+    main.err; with ``live`` more lines keep coming, so at least that many.
+    """
     app = pilot.app
     screen = LogsScreen(app.ctx, job_id)
     await app.push_screen(screen)
-    await pilot.pause(0.2)
+    out, err = screen.pane("out").view, screen.pane("err").view
+
+    def loaded() -> bool:
+        if live:
+            return out.line_count >= out_lines and err.line_count >= err_lines
+        return (out.line_count, err.line_count) == (out_lines, err_lines)
+
+    await wait_for(pilot, loaded, f"{out_lines} + {err_lines} log lines")
+    await wait_for(pilot, lambda: out.has_focus, "the focused main.out")
     return screen
+
+
+def _followed_to_the_end(view: LogView) -> bool:
+    # scroll_end runs after the refresh that lays out the new lines: wait for both.
+    return view.max_scroll_y > 0 and view.scroll_y == view.max_scroll_y
 
 
 def test_clean_line_strips_escapes_and_carriage_returns() -> None:
@@ -28,7 +49,7 @@ async def test_both_attempts_with_a_separator(fake: FakeBackend) -> None:
     fake.log_lines = 50
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _open_logs(pilot, "bert-retried")
+        screen = await _open_logs(pilot, "bert-retried", 51 + 1 + 50, 101)
         view = screen.pane("out").view
         # attempt 1 ends with its NCCL error line, then the separator, then attempt 2.
         assert view.line_count == 51 + 1 + 50
@@ -41,44 +62,50 @@ async def test_both_attempts_with_a_separator(fake: FakeBackend) -> None:
 async def test_follow_hint_and_toggle(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _open_logs(pilot, "dino-train-1")
+        screen = await _open_logs(pilot, "dino-train-1", 301, 300)
         pane = screen.pane("out")
         view = pane.view
         assert view.follow
-        assert view.scroll_y == view.max_scroll_y > 0
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "the view at the end")
         await pilot.press("home")
-        await pilot.pause()
+        await wait_for(pilot, lambda: view.scroll_y == 0, "the view at the top")
         assert not view.follow
+        end_before = view.max_scroll_y
         view.write_lines([f"new {i}" for i in range(25)])
-        await pilot.pause()
-        assert view.scroll_y == 0
+        await wait_for(pilot, lambda: view.max_scroll_y == end_before + 25, "the lines laid out")
+        await wait_for(pilot, lambda: pane.hint.has_class("-visible"), "the new-lines hint")
+        assert view.scroll_y == 0  # not following: the reader stays where they were
         assert view.new_lines == 25
-        assert pane.hint.has_class("-visible")
         assert "25 new lines" in str(pane.hint.render())
         await pilot.press("f")
-        await pilot.pause()
-        assert view.follow and view.new_lines == 0
-        assert not pane.hint.has_class("-visible")
-        assert view.scroll_y == view.max_scroll_y
+        await wait_for(pilot, lambda: view.follow, "following again")
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "the view at the end again")
+        assert view.new_lines == 0
+        await wait_for(pilot, lambda: not pane.hint.has_class("-visible"), "the hint hidden")
 
 
 async def test_search_highlights_and_walks_matches(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _open_logs(pilot, "dino-train-1")
+        screen = await _open_logs(pilot, "dino-train-1", 301, 300)
         view = screen.pane("out").view
         await pilot.press("slash", *"step  10", "enter")
-        await pilot.pause()
         # "step  10" (two spaces) matches steps 100..109 only.
+        await wait_for(pilot, lambda: view.search_term == "step  10", "the search")
         assert view.match_count == 10
         assert view.current_match == 0
         assert not view.follow
+        await wait_for(pilot, lambda: view.has_focus, "the view focused again")
         await pilot.press("n")
-        assert view.current_match == 1
+        await wait_for(pilot, lambda: view.current_match == 1, "the next match")
         await pilot.press("N", "N")
-        assert view.current_match == 9  # wrapped around
+        await wait_for(pilot, lambda: view.current_match == 9, "the wrap to the last match")
         first = view._matches[0] - view.dropped
-        assert view.scroll_y <= first < view.scroll_y + view.size.height
+        await wait_for(
+            pilot,
+            lambda: view.scroll_y <= first < view.scroll_y + view.size.height,
+            "the first match scrolled into view",
+        )
 
 
 async def test_bounded_memory_drops_oldest() -> None:
@@ -93,8 +120,8 @@ async def test_live_lines_arrive_in_batches(fake: FakeBackend) -> None:
     fake.live_log = (500, 0.01)
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _open_logs(pilot, "dino-train-1")
+        screen = await _open_logs(pilot, "dino-train-1", 301, 300, live=True)
         view = screen.pane("out").view
-        await pilot.pause(0.3)
-        assert view.line_count > 300 + 500
+        # Live batches of 500 lines every 10 ms: more than one batch proves appends go on.
+        await wait_for(pilot, lambda: view.line_count > 300 + 500, "two live batches")
         assert view.follow

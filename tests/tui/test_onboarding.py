@@ -14,6 +14,7 @@ from tao_slurm_tui.services.fake import FAKE_FINGERPRINT, FAKE_HOST, FakeBackend
 from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.secret_input import SecretInput
 from tests.tui.conftest import SIZE, build_app
+from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 
 def test_profile_errors() -> None:
@@ -24,13 +25,25 @@ def test_profile_errors() -> None:
 
 
 async def _open(pilot: Any) -> OnboardingScreen:
+    """Press d on the queue; the set-up screen once the doctor's results are listed."""
+    app = pilot.app
+    await settle(pilot)  # the queue's first poll
     await pilot.press("d")
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    screen = pilot.app.screen
+    await shown(pilot, OnboardingScreen)
+    screen = app.screen
     assert isinstance(screen, OnboardingScreen)
+    await _checked(pilot, screen)
     return screen
+
+
+async def _checked(pilot: Any, screen: OnboardingScreen) -> None:
+    """Wait for the doctor run in flight (if any) to finish and its rows to be mounted."""
+    await settle(pilot)
+    await wait_for(
+        pilot,
+        lambda: len(screen.query(CheckRow)) == len(screen.results) > 0,
+        "the doctor's rows",
+    )
 
 
 def _row(screen: OnboardingScreen, action: str) -> CheckRow:
@@ -41,30 +54,34 @@ async def test_shown_first_when_the_profile_is_incomplete() -> None:
     fake = FakeBackend(profile=Profile(), profile_name="new")
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        assert isinstance(app.screen, OnboardingScreen)
-        await app.workers.wait_for_complete()
+        await shown(pilot, OnboardingScreen)
         screen = app.screen
+        assert isinstance(screen, OnboardingScreen)
+        await settle(pilot)
         screen.query_one("#p-user", Input).value = "ana"
         screen.query_one("#p-hostnames", Input).value = "login.example.org"
         screen.query_one("#p-partition", Input).value = "gpu"
         screen.query_one("#p-name", Input).value = "lab"
-        await pilot.pause()
+        await wait_for(pilot, lambda: profile_errors(screen.form_values()) == {}, "valid")
         await pilot.press("ctrl+s")
-        await pilot.pause()
-        assert fake.profile_name == "lab"
+        await wait_for(pilot, lambda: fake.profile_name == "lab", "the profile saved")
         assert fake.profile.user == "ana" and fake.profile.hostnames == ["login.example.org"]
 
 
 async def test_invalid_profile_is_not_saved(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
+        notes = record_notifications(app)
         screen = await _open(pilot)
         screen.query_one("#p-user", Input).value = ""
-        await pilot.pause()
-        assert screen.query_one("#pe-user").has_class("-shown")
+        await wait_for(
+            pilot, lambda: screen.query_one("#pe-user").has_class("-shown"), "the inline error"
+        )
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        # The refusal is the toast; only after it can "not saved" be asserted.
+        await wait_for(
+            pilot, lambda: any("Fix the fields" in n.message for n in notes), "the refusal"
+        )
         assert fake.profile.user == "researcher"
 
 
@@ -82,19 +99,17 @@ async def test_trust_host_shows_fingerprint_then_trusts_only_on_confirm(fake: Fa
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
         _row(screen, "trust_host").query_one(Button).press()
-        await pilot.pause()
-        assert isinstance(app.screen, TrustHostModal)
-        assert FAKE_FINGERPRINT in app.export_screenshot()
+        await shown(pilot, TrustHostModal)
+        await wait_for(pilot, lambda: FAKE_FINGERPRINT in app.export_screenshot(), "the print")
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.screen is screen, "the modal closed")
+        await settle(pilot)  # the refused trust worker ends
         assert fake.trusted_hosts == []
         _row(screen, "trust_host").query_one(Button).press()
-        await pilot.pause()
+        await shown(pilot, TrustHostModal)
         app.screen.query_one("#trust", Button).press()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        assert fake.trusted_hosts == [FAKE_HOST]
+        await wait_for(pilot, lambda: fake.trusted_hosts == [FAKE_HOST], "the host trusted")
+        await _checked(pilot, screen)  # the doctor runs again
         assert all(r.result.action != "trust_host" for r in screen.query(CheckRow))
 
 
@@ -105,14 +120,18 @@ async def test_install_key_uses_the_masked_password_once(fake: FakeBackend) -> N
         row = _row(screen, "install_key")
         field = row.query_one(SecretInput)
         field.focus()
+        await wait_for(pilot, lambda: field.has_focus, "the focused password field")
         await pilot.press(*"hunter2-pw")
+        await wait_for(pilot, lambda: len(field.value) == 10, "the typed password")
         assert "hunter2" not in app.export_screenshot()
         row.query_one(Button).press()
-        await pilot.pause()
-        assert field.value == ""
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: field.value == "", "the field cleared")
+        await wait_for(
+            pilot,
+            lambda: all(r.result.action != "install_key" for r in screen.query(CheckRow)),
+            "the check passing after the doctor's re-run",
+        )
+        await _checked(pilot, screen)
         assert all(r.result.action != "install_key" for r in screen.query(CheckRow))
 
 
@@ -121,8 +140,8 @@ async def test_credentials_and_account_fixes(fake: FakeBackend) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
         _row(screen, "set_account").query_one(Button).press()
-        await pilot.pause()
-        assert fake.profile.account == "edgeai"
+        await wait_for(pilot, lambda: fake.profile.account == "edgeai", "the account saved")
+        assert screen.query_one("#p-account", Input).value == "edgeai"
+        await _checked(pilot, screen)  # the doctor runs again after the fix
         _row(screen, "install_credentials").query_one(Button).press()
-        await pilot.pause()
-        assert isinstance(app.screen, CredentialsModal)
+        await shown(pilot, CredentialsModal)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from textual.coordinate import Coordinate
+
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.logs import LogsScreen
@@ -12,6 +14,7 @@ from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend, seed_jobs
 from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import SIZE, build_app, frozen
+from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 
 def _many_jobs() -> list[JobRecord]:
@@ -38,6 +41,22 @@ async def _poll(screen: QueueScreen) -> None:
     await screen.poll().wait()
 
 
+async def _queue(pilot: Any) -> QueueScreen:
+    """The queue once its first poll and the highlighted row's detail are done."""
+    screen: QueueScreen = await shown(pilot, QueueScreen)
+    await wait_for(pilot, lambda: screen.polled_ok or screen.failures, "the first poll")
+    await settle(pilot)
+    return screen
+
+
+async def _down(pilot: Any, table: JobTable, rows: int) -> None:
+    """Move the cursor ``rows`` rows down (from the top) and wait for the detail to load."""
+    start = table.cursor_row
+    await pilot.press(*["down"] * rows)
+    await wait_for(pilot, lambda: table.cursor_row == start + rows, f"the cursor on row {rows}")
+    await settle(pilot)
+
+
 def _rows(table: JobTable) -> dict[str, list[Any]]:
     return {str(key.value): list(table.get_row(key)) for key in table.rows}
 
@@ -46,17 +65,15 @@ async def test_tick_changes_only_the_changed_row_and_keeps_cursor_and_scroll() -
     fake = FakeBackend(clock=frozen, jobs=_many_jobs())
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, QueueScreen)
+        screen = await _queue(pilot)
         await _poll(screen)
         table = screen.table
-        for _ in range(30):
-            await pilot.press("down")
-        await pilot.pause()
+        await _down(pilot, table, 30)
+        # The table scrolls the cursor into view after a refresh.
+        await wait_for(pilot, lambda: table.scroll_y > 0, "the table scrolled to the cursor")
+        await settle(pilot)
         cursor_key = table.cursor_job_id
         scroll_y = table.scroll_y
-        assert scroll_y > 0, "the table must be scrolled for this test to mean something"
         before = _rows(table)
         calls: list[str] = []
         for name in ("clear", "add_row", "remove_row"):
@@ -68,7 +85,7 @@ async def test_tick_changes_only_the_changed_row_and_keeps_cursor_and_scroll() -
 
             setattr(table, name, spy)
         await _poll(screen)
-        await pilot.pause()
+        await settle(pilot)
         after = _rows(table)
         changed = {key for key in before if before[key] != after[key]}
         assert changed == {"dino-train-1"}
@@ -83,15 +100,12 @@ async def test_tick_changes_only_the_changed_row_and_keeps_cursor_and_scroll() -
 async def test_new_and_removed_jobs_keep_the_cursor_on_its_job(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, QueueScreen)
-        for _ in range(3):
-            await pilot.press("down")
+        screen = await _queue(pilot)
+        await _down(pilot, screen.table, 3)
         selected = screen.table.cursor_job_id
         fake.put_job(replace(seed_jobs()[0], id="brand-new", created_at=FROZEN_TIME + 10))
         await _poll(screen)
-        await pilot.pause()
+        await settle(pilot)
         assert "brand-new" in screen.table.jobs
         assert screen.table.get_row_index("brand-new") == 0  # newest first
         assert screen.table.cursor_job_id == selected
@@ -99,33 +113,37 @@ async def test_new_and_removed_jobs_keep_the_cursor_on_its_job(fake: FakeBackend
 
 async def test_filter_and_hide_finished(app: Any, fake: FakeBackend) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        screen = app.screen
+        screen = await _queue(pilot)
+        table = screen.table
         await pilot.press("slash", *"pending")
-        await pilot.pause()
+        await wait_for(pilot, lambda: screen.filter_text == "pending", "the whole filter typed")
         pending = {j.id for j in fake.jobs() if j.status is TaoStatus.PENDING}
-        assert set(screen.table.jobs) == pending
+        assert pending and set(table.jobs) == pending
         await pilot.press("escape")
-        await pilot.pause()
-        assert len(screen.table.jobs) == len(fake.jobs())
+        await wait_for(pilot, lambda: screen.filter_text == "", "the filter cleared")
+        await wait_for(pilot, lambda: table.has_focus, "the table focused")
+        assert len(table.jobs) == len(fake.jobs())
         await pilot.press("f")
-        await pilot.pause()
-        assert all(not j.status.terminal for j in screen.table.jobs.values())
+        await wait_for(pilot, lambda: not screen.show_finished, "finished jobs hidden")
+        assert all(not j.status.terminal for j in table.jobs.values())
+        assert len(table.jobs) < len(fake.jobs())
         await pilot.press("f")
-        await pilot.pause()
-        assert len(screen.table.jobs) == len(fake.jobs())
+        await wait_for(pilot, lambda: screen.show_finished, "finished jobs shown")
+        assert len(table.jobs) == len(fake.jobs())
 
 
 async def test_sort_by_column_keeps_cursor_job(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        table = app.screen.table
-        await pilot.press("down", "down")
+        table = (await _queue(pilot)).table
+        await _down(pilot, table, 2)
         selected = table.cursor_job_id
         table.sort_by("id")
-        await pilot.pause()
+        await settle(pilot)
         ids = [str(k.value) for k in table.rows]
-        ordered = [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(len(ids))]
+        ordered = [
+            str(table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value)
+            for i in range(len(ids))
+        ]
         assert ordered == sorted(ordered)
         assert table.cursor_job_id == selected
 
@@ -134,26 +152,27 @@ async def test_cancel_asks_first_then_cancels_and_notifies(fake: FakeBackend) ->
     app = build_app(fake)
     bells: list[int] = []
     app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, QueueScreen)
-        await pilot.press("down")  # yolo-finetune, pending
+        screen = await _queue(pilot)
+        await _down(pilot, screen.table, 1)  # yolo-finetune, pending
         assert screen.table.cursor_job_id == "yolo-finetune"
         await pilot.press("c")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmModal)
+        await shown(pilot, ConfirmModal)
         await pilot.press("n")
-        await pilot.pause()
+        await shown(pilot, QueueScreen)
+        await settle(pilot)  # a cancel, had "n" started one, would be done by now
         assert (await fake.job_detail("yolo-finetune")).status is TaoStatus.PENDING
         await pilot.press("c")
-        await pilot.pause()
+        await shown(pilot, ConfirmModal)
         await pilot.press("y")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_for(
+            pilot,
+            lambda: any("yolo-finetune was canceled" in n.message for n in notes),
+            "the cancel notification",
+        )
         assert (await fake.job_detail("yolo-finetune")).status is TaoStatus.CANCELED
         assert screen.table.jobs["yolo-finetune"].status is TaoStatus.CANCELED
-        assert any("yolo-finetune was canceled" in n.message for n in app._notifications)
         assert bells
 
 
@@ -164,47 +183,41 @@ async def test_finished_job_notifies_and_rings(fake: FakeBackend) -> None:
     app = build_app(fake)
     bells: list[int] = []
     app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert any("dino-train-1 finished" in n.message for n in app._notifications)
+        await _queue(pilot)
+        await wait_for(
+            pilot, lambda: any("dino-train-1 finished" in n.message for n in notes), "the toast"
+        )
+        await settle(pilot)
         assert bells == [1]
 
 
 async def test_poll_failure_backs_off_and_shows_down(fake: FakeBackend) -> None:
     fake.refresh_error = "Cannot reach login1.example.org; check the network."
     app = build_app(fake)
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, QueueScreen)
+        screen = await _queue(pilot)
         assert screen.failures == 1
         assert fake.connection_state == "down"
-        assert any(
-            n.severity == "error" and "Cannot reach" in n.message for n in app._notifications
-        )
+        assert any(n.severity == "error" and "Cannot reach" in n.message for n in notes)
         assert screen._timer is not None  # still polling, later
 
 
 async def test_poller_pauses_while_hidden(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        queue = app.screen
-        assert isinstance(queue, QueueScreen)
+        queue = await _queue(pilot)
         count = fake.refresh_count
         await pilot.press("l")
-        await pilot.pause()
-        assert isinstance(app.screen, LogsScreen)
+        await shown(pilot, LogsScreen)
+        await settle(pilot)
         assert queue._timer is None
         assert fake.refresh_count == count
         await pilot.press("escape")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        current: object = app.screen  # mypy narrowed app.screen to LogsScreen above
-        assert current is queue
-        assert fake.refresh_count == count + 1  # polled again on return
+        await shown(pilot, QueueScreen)
+        assert app.screen is queue
+        await wait_for(pilot, lambda: fake.refresh_count > count, "the poll on return")
+        await settle(pilot)
+        assert fake.refresh_count == count + 1  # polled again on return, once

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from textual.widgets import Button
+
 from tao_slurm_tui.screens.credentials import CredentialsModal
+from tao_slurm_tui.screens.onboarding import OnboardingScreen
+from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.secret_input import MASK, SecretInput
 from tests.tui.conftest import SIZE, build_app
+from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 SENTINEL = "SENTINEL-ngc-4f9a7c"
 
@@ -18,25 +26,46 @@ def _leaks(svg: str) -> list[str]:
 
 
 async def _open(pilot: Any) -> CredentialsModal:
+    """Open the key dialog over the queue, its masked field focused."""
+    await shown(pilot, QueueScreen)
+    await settle(pilot)
     modal = CredentialsModal(pilot.app.ctx.backend)
     await pilot.app.push_screen(modal)
-    await pilot.pause()
+    field = modal.query_one(SecretInput)
+    await wait_for(pilot, lambda: field.has_focus, "the focused key field")
     return modal
+
+
+async def _type(pilot: Any, modal: CredentialsModal, text: str) -> None:
+    field = modal.query_one(SecretInput)
+    await pilot.press(*text)
+    await wait_for(pilot, lambda: len(field.value) == len(text), "the typed key")
 
 
 async def test_typed_key_shows_only_the_mask_and_cannot_be_copied(fake: FakeBackend) -> None:
     app = build_app(fake)
+    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         modal = await _open(pilot)
-        await pilot.press(*SENTINEL)
-        await pilot.pause()
+        await _type(pilot, modal, SENTINEL)
+        await settle(pilot)
         svg = app.export_screenshot()
         assert _leaks(svg) == []
         assert MASK * len(SENTINEL) in svg.replace("&#160;", " ")
         secret = modal.query_one(SecretInput)
         await pilot.press("ctrl+a", "ctrl+c", "ctrl+x")
+        # Refused with a toast each; only once both were handled does "nothing copied" mean much.
+        await wait_for(
+            pilot,
+            lambda: (
+                {"Copying a secret is disabled.", "Cutting a secret is disabled."}
+                <= {n.message for n in notes}
+            ),
+            "both refusals",
+        )
         assert app.clipboard == ""
         assert secret.selected_text == ""
+        assert secret.value == SENTINEL  # ctrl+x cut nothing out either
 
 
 async def test_install_passes_the_key_and_clears_the_field(fake: FakeBackend) -> None:
@@ -52,9 +81,10 @@ async def test_install_passes_the_key_and_clears_the_field(fake: FakeBackend) ->
     async with app.run_test(size=SIZE) as pilot:
         modal = await _open(pilot)
         secret = modal.query_one(SecretInput)
-        await pilot.press(*SENTINEL, "enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _type(pilot, modal, SENTINEL)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.screen is not modal, "the dialog closed")
+        await settle(pilot)
         assert seen == [SENTINEL]
         assert fake.installed_credentials == 1
         assert secret.value == ""
@@ -66,9 +96,12 @@ async def test_failure_clears_the_field_and_shows_no_part_of_it(fake: FakeBacken
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         modal = await _open(pilot)
-        await pilot.press(*"SENTINEL with space", "enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _type(pilot, modal, "SENTINEL with space")
+        await pilot.press("enter")
+        await wait_for(
+            pilot, lambda: "contains spaces" in str(modal.status.render()), "the refusal"
+        )
+        await settle(pilot)
         assert app.screen is modal
         assert modal.query_one(SecretInput).value == ""
         assert "contains spaces" in str(modal.status.render())
@@ -81,7 +114,97 @@ async def test_closing_clears_the_field(fake: FakeBackend) -> None:
     async with app.run_test(size=SIZE) as pilot:
         modal = await _open(pilot)
         secret = modal.query_one(SecretInput)
-        await pilot.press(*SENTINEL)
+        await _type(pilot, modal, SENTINEL)
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.screen is not modal, "the dialog closed")
         assert secret.value == ""
+
+
+# ------------------------------------------------------------------ workers
+# Textual's @work puts repr(args) into the worker's description (its repr, devtools, error
+# reports) unless given a fixed one: a secret passed to a worker must not show up there.
+
+
+def _worker_texts(app: Any) -> list[str]:
+    texts: list[str] = []
+    for worker in app.workers:
+        texts += [worker.name, worker.group, worker.description, repr(worker), str(worker)]
+    return texts
+
+
+def _blocking(calls: list[str]) -> tuple[asyncio.Event, Callable[[str], Awaitable[None]]]:
+    """A back-end call that records its argument and blocks until the event is set."""
+    release = asyncio.Event()
+
+    async def blocked(secret: str) -> None:
+        calls.append(secret)
+        await release.wait()
+
+    return release, blocked
+
+
+async def test_the_key_is_in_no_worker_description_nor_on_screen(fake: FakeBackend) -> None:
+    calls: list[str] = []
+    release, blocked = _blocking(calls)
+    original = fake.install_credentials
+
+    async def install(key: str) -> None:
+        await blocked(key)
+        await original(key)
+
+    fake.install_credentials = install  # type: ignore[method-assign,assignment]
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await _open(pilot)
+        await _type(pilot, modal, SENTINEL)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: calls == [SENTINEL], "the blocked install call")
+        workers = [w for w in app.workers if w.group == "credentials" and not w.is_finished]
+        assert workers, "the install worker must be running while its call is blocked"
+        assert [t for t in _worker_texts(app) if _leaks(t)] == []
+        assert _leaks(app.export_screenshot()) == []
+        release.set()
+        await wait_for(pilot, lambda: fake.installed_credentials == 1, "the install to finish")
+
+
+async def test_password_and_passphrase_are_in_no_worker_description(fake: FakeBackend) -> None:
+    calls: list[str] = []
+    release, blocked = _blocking(calls)
+    fake.install_key = blocked  # type: ignore[method-assign,assignment]
+
+    async def generate_key(passphrase: str | None) -> str:
+        await blocked(passphrase or "")
+        return "~/.ssh/id_ed25519"
+
+    fake.generate_key = generate_key  # type: ignore[method-assign]
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await shown(pilot, QueueScreen)
+        await settle(pilot)
+        await pilot.press("d")
+        screen: OnboardingScreen = await shown(pilot, OnboardingScreen)
+        await wait_for(
+            pilot,
+            lambda: any(r.result.action == "install_key" for r in screen.query(CheckRow)),
+            "the failing key-only login check",
+        )
+        row = next(r for r in screen.query(CheckRow) if r.result.action == "install_key")
+        field = row.query_one(SecretInput)
+        field.focus()
+        await wait_for(pilot, lambda: field.has_focus, "the focused password field")
+        await pilot.press(*SENTINEL)
+        await wait_for(pilot, lambda: field.value == SENTINEL, "the typed password")
+        row.query_one(Button).press()
+        await wait_for(pilot, lambda: calls == [SENTINEL], "the blocked install_key call")
+        assert [w for w in app.workers if w.group == "fix" and not w.is_finished]
+        assert [t for t in _worker_texts(app) if _leaks(t)] == []
+        assert _leaks(app.export_screenshot()) == []
+        release.set()
+        await wait_for(
+            pilot, lambda: all(w.is_finished for w in app.workers if w.group == "fix"), "the fix"
+        )
+        release.clear()
+        screen.run_fix("generate_key", SENTINEL)
+        await wait_for(pilot, lambda: calls == [SENTINEL, SENTINEL], "the blocked generate_key")
+        assert [t for t in _worker_texts(app) if _leaks(t)] == []
+        release.set()

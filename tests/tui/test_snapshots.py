@@ -1,5 +1,9 @@
 """Snapshots of every screen and modal at 120x36 on the fake back end with a frozen clock.
 
+Nothing in a snapshot may depend on when it is taken: the clock is frozen, text cursors do not
+blink (``build_app``), and each ``run_before`` waits for the exact state it shows (workers
+done, lines loaded, the debounced preview drawn) instead of sleeping a fixed time.
+
 Update with ``make snapshot-update`` and LOOK at the SVGs before accepting them.
 """
 
@@ -12,53 +16,76 @@ from textual.widgets import Input
 
 from tao_slurm_tui.app import TaoSlurmApp
 from tao_slurm_tui.screens.composer import ComposerScreen
+from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.credentials import CredentialsModal
+from tao_slurm_tui.screens.error import ErrorModal
+from tao_slurm_tui.screens.help import HelpScreen
 from tao_slurm_tui.screens.logs import LogsScreen
+from tao_slurm_tui.screens.onboarding import OnboardingScreen
+from tao_slurm_tui.screens.queue import QueueScreen
+from tao_slurm_tui.screens.trust_host import TrustHostModal
 from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.widgets.check_row import CheckRow
+from tao_slurm_tui.widgets.secret_input import SecretInput
 from tests.tui.conftest import SIZE, build_app, frozen
 from tests.tui.test_composer import GOOD
+from tests.tui.waits import settle, shown, wait_for
 
 
 def _app() -> TaoSlurmApp:
     return build_app(FakeBackend(clock=frozen))
 
 
-async def _settle(pilot: Pilot[Any]) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause(0.3)
+async def _queue(pilot: Pilot[Any]) -> QueueScreen:
+    """The queue after its first poll, with the highlighted job's detail loaded."""
+    app = pilot.app
+    await shown(pilot, QueueScreen)
+    screen = app.screen
+    assert isinstance(screen, QueueScreen)
+    await wait_for(pilot, lambda: screen.polled_ok, "the first poll")
+    await settle(pilot)
+    return screen
+
+
+async def _select(pilot: Pilot[Any], screen: QueueScreen, job_id: str, downs: int) -> None:
+    await pilot.press(*["down"] * downs)
+    await wait_for(pilot, lambda: screen.table.cursor_job_id == job_id, f"the cursor on {job_id}")
+    await settle(pilot)  # the detail worker of the highlighted row
 
 
 def test_queue_many_states(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
+        await _queue(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
 
 def test_queue_retried_job_detail(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
-        await pilot.press("down", "down", "down", "down")
-        await _settle(pilot)
+        screen = await _queue(pilot)
+        await _select(pilot, screen, "bert-retried", 4)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
 
 def test_queue_filtered(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
+        screen = await _queue(pilot)
         await pilot.press("slash", *"pending")
-        await _settle(pilot)
+        await wait_for(pilot, lambda: screen.filter_text == "pending", "the filter applied")
+        await wait_for(pilot, lambda: screen.filter_input.has_focus, "the focused filter")
+        await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
 
 def test_confirm_cancel_modal(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
-        await pilot.press("down", "c")
-        await _settle(pilot)
+        screen = await _queue(pilot)
+        await _select(pilot, screen, "yolo-finetune", 1)
+        await pilot.press("c")
+        await shown(pilot, ConfirmModal)
+        await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
@@ -66,11 +93,23 @@ def test_confirm_cancel_modal(snap_compare: Any) -> None:
 def test_logs_mid_stream_with_separator_and_search(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await _settle(pilot)
-        await app.push_screen(LogsScreen(app.ctx, "bert-retried"))  # type: ignore[attr-defined]
-        await pilot.pause(0.3)
+        await _queue(pilot)
+        fake = app.ctx.backend  # type: ignore[attr-defined]
+        screen = LogsScreen(app.ctx, "bert-retried")  # type: ignore[attr-defined]
+        await app.push_screen(screen)
+        # Two attempts: out has each attempt's lines, attempt 1's NCCL line and the separator.
+        out, err = screen.pane("out").view, screen.pane("err").view
+        want_out, want_err = 2 * fake.log_lines + 2, 2 * fake.log_lines + 1
+        await wait_for(
+            pilot,
+            lambda: (out.line_count, err.line_count) == (want_out, want_err),
+            "both log files loaded",
+        )
+        await wait_for(pilot, lambda: out.has_focus, "the focused main.out")
+        await settle(pilot)
         await pilot.press("slash", *"NCCL", "enter")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: out.match_count == 1 and out.has_focus, "the search done")
+        await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
@@ -78,37 +117,59 @@ def test_logs_mid_stream_with_separator_and_search(snap_compare: Any) -> None:
 def test_composer_with_errors(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await _settle(pilot)
+        await _queue(pilot)
         screen = ComposerScreen(app.ctx, dict(GOOD))  # type: ignore[attr-defined]
         await app.push_screen(screen)
-        await _settle(pilot)
+        await settle(pilot)  # the partitions' limits
+        await wait_for(pilot, lambda: "compose-test" in screen.preview.text, "the first preview")
         screen.query_one("#f-name", Input).value = "bad name!"
         screen.query_one("#f-num_gpus", Input).value = "four"
         screen.query_one("#f-time_hours", Input).value = "10"
-        await _settle(pilot)
-        screen.query_one("#f-image", Input).focus()
-        await _settle(pilot)
+        await wait_for(
+            pilot,
+            lambda: set(screen.errors) == {"name", "num_gpus", "time_hours"},
+            "the three errors",
+        )
+        # The preview is re-rendered after a quiet spell of typing (a timer): wait for it.
+        await wait_for(
+            pilot,
+            lambda: screen.preview.border_subtitle == "3 fields to fix",
+            "the preview flagged stale",
+        )
+        image = screen.query_one("#f-image", Input)
+        image.focus()
+        await wait_for(pilot, lambda: image.has_focus, "the focused image field")
+        await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
 
+async def _onboarding(pilot: Pilot[Any]) -> OnboardingScreen:
+    """The set-up screen with the doctor's results listed."""
+    app = pilot.app
+    await _queue(pilot)
+    await pilot.press("d")
+    await shown(pilot, OnboardingScreen)
+    screen = app.screen
+    assert isinstance(screen, OnboardingScreen)
+    await wait_for(pilot, lambda: len(screen.query(CheckRow)) > 0, "the doctor's results")
+    await settle(pilot)
+    return screen
+
+
 def test_onboarding_with_failing_checks(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
-        await pilot.press("d")
-        await _settle(pilot)
+        await _onboarding(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
 
 def test_trust_host_modal(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
-        await pilot.press("d")
-        await _settle(pilot)
-        screen = pilot.app.screen
-        screen.trust("login1.example.org")  # type: ignore[attr-defined]
-        await pilot.pause(0.3)
+        screen = await _onboarding(pilot)
+        screen.trust("login1.example.org")
+        await shown(pilot, TrustHostModal)
+        await pilot.pause()
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
@@ -116,28 +177,33 @@ def test_trust_host_modal(snap_compare: Any) -> None:
 def test_credentials_modal_shows_only_the_mask(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
-        await _settle(pilot)
-        await app.push_screen(CredentialsModal(app.ctx.backend))  # type: ignore[attr-defined]
-        await pilot.pause()
+        await _queue(pilot)
+        modal = CredentialsModal(app.ctx.backend)  # type: ignore[attr-defined]
+        await app.push_screen(modal)
+        field = modal.query_one(SecretInput)
+        await wait_for(pilot, lambda: field.has_focus, "the focused key field")
         await pilot.press(*"SENTINEL-ngc-4f9a7c")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: len(field.value) == 19, "the typed key")
+        await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
 
 def test_help(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
+        await _queue(pilot)
         await pilot.press("question_mark")
-        await _settle(pilot)
+        await shown(pilot, HelpScreen)
+        await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
 
 
 def test_error_modal(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        await _settle(pilot)
+        await _queue(pilot)
         pilot.app.report_error(RuntimeError("the store is locked"))  # type: ignore[attr-defined]
-        await _settle(pilot)
+        await shown(pilot, ErrorModal)
+        await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)

@@ -15,6 +15,7 @@ from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
 from tests.tui.conftest import SIZE, frozen
+from tests.tui.waits import shown, wait_for
 
 DEMO_SPEC = Path(__file__).resolve().parents[2] / "examples" / "train-demo.toml"
 
@@ -22,20 +23,23 @@ DEMO_SPEC = Path(__file__).resolve().parents[2] / "examples" / "train-demo.toml"
 async def test_initial_spec_opens_the_composer_over_the_queue() -> None:
     spec = load_spec(DEMO_SPEC).model_dump(mode="json")
     app = make_app(
-        FakeBackend(clock=frozen), settings=Settings(poll_interval=3600), initial_spec=spec
+        FakeBackend(clock=frozen),
+        settings=Settings(poll_interval=3600),
+        initial_spec=spec,
+        cursor_blink=False,
     )
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        composer = app.screen
-        assert isinstance(composer, ComposerScreen)
+        composer: ComposerScreen = await shown(pilot, ComposerScreen)
         typed = composer.current_spec()
         assert typed["name"] == "train-demo" and typed["command"] == spec["command"]
-        assert composer.focused is composer.query_one("#f-name")
+        name = composer.query_one("#f-name")
+        await wait_for(pilot, lambda: composer.focused is name, "the focused name field")
         await pilot.press("end", *"-2")
-        assert composer.current_spec()["name"] == "train-demo-2"
+        await wait_for(
+            pilot, lambda: composer.current_spec()["name"] == "train-demo-2", "the typed suffix"
+        )
         await pilot.press("escape")
-        await pilot.pause()
-        assert isinstance(app.screen, QueueScreen)
+        await shown(pilot, QueueScreen)
 
 
 def test_cli_passes_the_spec_to_the_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
