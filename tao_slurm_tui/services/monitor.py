@@ -281,10 +281,10 @@ class Monitor:
             return await self._tick()
 
     async def _tick(self) -> TickResult:
-        jobs = [j for j in self.store.active(self.profile_name) if j.submitted and j.attempts]
-        result = TickResult(jobs=[])
+        every = self.store.list_jobs(self.profile_name)
+        jobs = [j for j in every if not j.status.terminal and j.submitted and j.attempts]
+        result = TickResult(jobs=every)
         if not jobs:
-            result.jobs = self.store.list_jobs(self.profile_name)
             return result
         work = {j.id: _Work(job=j, before=_copy(j)) for j in jobs}
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
@@ -326,7 +326,12 @@ class Monitor:
             if self._save(w):
                 result.changed.append(w.job.id)
             result.events.extend(w.events)
-        result.jobs = self.store.list_jobs(self.profile_name)
+        if result.changed or result.events:
+            result.jobs = self.store.list_jobs(self.profile_name)
+        else:
+            # Nothing was written: the jobs read at the start are still the truth (copies,
+            # since the work records were mutated in place).
+            result.jobs = [work[j.id].before if j.id in work else j for j in every]
         return result
 
     # ------------------------------------------------------------------ merge
@@ -555,6 +560,10 @@ class Monitor:
 
     def _save(self, w: _Work) -> bool:
         job, before = w.job, w.before
+        if not w.events and job == before:
+            # Nothing happened to this job (the common case while it waits in the queue):
+            # no store read or write, so a tick stays cheap with many jobs.
+            return False
         current = self.store.get(self.profile_name, job.id)
         if current is None:
             return False
