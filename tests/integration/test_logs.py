@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
-from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.backend import LogBatch
 from tao_slurm_tui.services.logs import LogTailer, tail
-from tao_slurm_tui.services.store import JobStore
 from tests.integration.monitor_helpers import PROFILE, Harness, status_line, unique
-
-
-@pytest.fixture
-async def h(sandbox_profile: Profile, tmp_path) -> AsyncIterator[Harness]:  # type: ignore[no-untyped-def]
-    store = JobStore(tmp_path / "state.db")
-    async with Connection(sandbox_profile) as conn:
-        harness = Harness(conn, store, sandbox_profile)
-        try:
-            yield harness
-        finally:
-            await harness.cleanup()
-            store.close()
 
 
 async def test_logs_across_a_client_retry_show_both_attempts(h: Harness) -> None:

@@ -4,27 +4,13 @@ cancel, restart, and one round trip for 50 jobs."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import TaoStatus
-from tao_slurm_tui.remote.connection import Connection
+from tao_slurm_tui.core.slurm import is_terminal
 from tao_slurm_tui.services.store import JobStore
 from tests.integration.monitor_helpers import PROFILE, Harness, status_line, unique
-
-
-@pytest.fixture
-async def h(sandbox_profile: Profile, tmp_path) -> AsyncIterator[Harness]:  # type: ignore[no-untyped-def]
-    store = JobStore(tmp_path / "state.db")
-    async with Connection(sandbox_profile) as conn:
-        harness = Harness(conn, store, sandbox_profile)
-        try:
-            yield harness
-        finally:
-            await harness.cleanup()
-            store.close()
 
 
 def terminal(job) -> bool:  # type: ignore[no-untyped-def]
@@ -32,13 +18,18 @@ def terminal(job) -> bool:  # type: ignore[no-untyped-def]
 
 
 async def sacct_state(h: Harness, slurm_id: str, timeout: float = 30) -> str:
-    """sacct's State of ``slurm_id`` once it has a row (slurmdbd lags the controller)."""
+    """sacct's final State of ``slurm_id``.
+
+    slurmdbd lags the controller: right after a change sacct may have no row yet, or still the
+    previous state (PENDING after an scancel), so wait (bounded) until the row is final.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         result = await h.conn.run(["sacct", "-X", "-n", "-P", "-j", slurm_id, "-o", "State"])
         state = result.stdout.strip()
-        if state or loop.time() > deadline:
+        final = bool(state) and is_terminal(state.split()[0])
+        if final or loop.time() > deadline:
             return state
         await asyncio.sleep(0.5)
 

@@ -14,33 +14,21 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import TaoStatus
-from tao_slurm_tui.remote.connection import Connection
-from tao_slurm_tui.services.store import JobStore
 from tests.integration.monitor_helpers import PROFILE, Harness, status_line, unique
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
-@pytest.fixture
-async def h(sandbox_profile: Profile, tmp_path) -> AsyncIterator[Harness]:  # type: ignore[no-untyped-def]
+@pytest.fixture(autouse=True)
+def _may_take_the_node_down() -> None:
     if os.environ.get("TAO_SKIP_NODE_DOWN"):
         pytest.skip("TAO_SKIP_NODE_DOWN is set")
     if os.geteuid() != 0:
         pytest.skip("needs root to set the node DOWN with scontrol")
-    store = JobStore(tmp_path / "state.db")
-    async with Connection(sandbox_profile) as conn:
-        harness = Harness(conn, store, sandbox_profile)
-        try:
-            yield harness
-        finally:
-            await harness.cleanup()
-            store.close()
 
 
 def scontrol(*args: str) -> None:
