@@ -86,6 +86,9 @@ STATUS_TAIL_FINAL = 256 * 1024
 UNSETTLED_TICKS = 3
 """Ticks a finished state squeue reports may wait for sacct to agree before it is trusted
 anyway (accounting down)."""
+UNSETTLED_SECONDS = 30.0
+"""...and the least time it waits: slurmdbd lags the controller by seconds, so a tick count
+alone (3 ticks are 3 s at a 1 s interval) would end a job without its exit code."""
 
 _MARK = "@@tao-mon:"
 _MISSING = "@@tao-missing@@"
@@ -264,7 +267,7 @@ class Monitor:
         self.status = MonitorStatus()
         """What the poll loop is doing (for the UI)."""
         self._lock_path = Path(lock_path) if lock_path else _default_lock_path(store)
-        self._unsettled: dict[str, int] = {}
+        self._unsettled: dict[str, tuple[int, float]] = {}  # id -> (ticks, first seen)
         self._probe: set[str] = set()
         self._tick_lock = asyncio.Lock()
 
@@ -313,7 +316,7 @@ class Monitor:
         self._probe.clear()
         for job_id, w in work.items():
             w.status_text = live_status.get(job_id)
-            self._apply_snapshot(w, output, ids[job_id])
+            self._apply_snapshot(w, output, ids[job_id], probed=ids[job_id] in probe)
         pending = [
             w for w in work.values() if w.need_status or w.need_logs or w.need_requeue_reason
         ]
@@ -336,7 +339,9 @@ class Monitor:
 
     # ------------------------------------------------------------------ merge
 
-    def _apply_snapshot(self, w: _Work, output: PollOutput, slurm_id: str) -> None:
+    def _apply_snapshot(
+        self, w: _Work, output: PollOutput, slurm_id: str, *, probed: bool = False
+    ) -> None:
         job = w.job
         attempt = job.attempts[-1]
         snap = output.snapshot(slurm_id)
@@ -345,6 +350,15 @@ class Monitor:
             self._fold_status(job, w.status_text)
         if not snap.found:
             # sacct has no row for ~1 s after submit; keep what we had and ask again.
+            return
+        if probed and snap.source == "sacct" and not snap.terminal:
+            # The tick after a requeue asks sacct -D only for the restart count. slurmdbd lags
+            # by seconds and may still show the earlier run as RUNNING: taking that state would
+            # flip the job back to Running, and the next squeue PENDING would count the same
+            # requeue twice. squeue's state from the last tick stands.
+            if snap.restarts > attempt.restarts:
+                job.attempts[-1] = replace(attempt, restarts=snap.restarts)
+                w.need_requeue_reason = True
             return
         updated = snap.apply_to(attempt)  # drops waiting reasons once the job left PENDING
         if (
@@ -365,10 +379,12 @@ class Monitor:
             return
         if snap.terminal and not snap.settled:
             # Wait for sacct to agree that it finished (a self-requeue passes through such
-            # states); trust squeue anyway after a few ticks in case accounting is down.
-            count = self._unsettled.get(slurm_id, 0) + 1
-            self._unsettled[slurm_id] = count
-            if count < UNSETTLED_TICKS:
+            # states); trust squeue anyway after a few ticks AND some seconds in case
+            # accounting is down (ticks alone depend on the poll interval, not on the lag).
+            now = self.clock()
+            count, since = self._unsettled.get(slurm_id, (0, now))
+            self._unsettled[slurm_id] = (count + 1, since)
+            if count + 1 < UNSETTLED_TICKS or now - since < UNSETTLED_SECONDS:
                 return
         self._unsettled.pop(slurm_id, None)
         if mapped.action is StateAction.NEEDS_STATUS_JSON:

@@ -22,6 +22,10 @@ from tests import sandbox
 PROFILE = "sandbox"
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 
+SETTLE = 180.0
+"""Default bound of :meth:`Harness.tick_until`: a job may PEND ~2 minutes while parallel tests
+hold the node's 8 CPUs / 4 GPUs, then run; the monitor also waits for slurmdbd to agree."""
+
 
 def unique(kind: str) -> str:
     """A job name no other test (or run) uses."""
@@ -132,7 +136,7 @@ class Harness:
         name: str,
         done: Callable[[JobRecord], bool],
         *,
-        timeout: float = 60,
+        timeout: float = SETTLE,
         interval: float = 1.0,
         monitor: Monitor | None = None,
     ) -> JobRecord:

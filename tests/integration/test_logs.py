@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.services.backend import LogBatch
 from tao_slurm_tui.services.logs import LogTailer, tail
@@ -25,10 +27,12 @@ async def test_logs_across_a_client_retry_show_both_attempts(h: Harness) -> None
         return h.store.require(PROFILE, name)
 
     batches: list[LogBatch] = []
-    async for batch in tailer.follow(
-        refresh=refresh, refresh_every=1.0, min_interval=0.2, max_interval=1.0
-    ):
-        batches.append(batch)
+    # Bounded: two attempts, each may PEND ~2 minutes behind parallel tests.
+    async with asyncio.timeout(420):
+        async for batch in tailer.follow(
+            refresh=refresh, refresh_every=1.0, min_interval=0.2, max_interval=1.0
+        ):
+            batches.append(batch)
     job = h.store.require(PROFILE, name)
     assert job.status is TaoStatus.COMPLETE, job.status_json()
     assert job.retries == 1 and len(job.attempts) == 2

@@ -64,7 +64,7 @@ async def test_node_fail_is_retried_under_the_same_id(h: Harness) -> None:
     )
     job = await h.submit(name, command, use_requeue=False)
     first_id = job.slurm_job_id
-    await h.tick_until(name, lambda j: j.status is TaoStatus.RUNNING, timeout=60)
+    await h.tick_until(name, lambda j: j.status is TaoStatus.RUNNING)
     # Wait until ours is the only running job, so the DOWN node hurts no other test.
     deadline = time.monotonic() + 600
     while running_job_ids() - {first_id} and time.monotonic() < deadline:
@@ -73,14 +73,14 @@ async def test_node_fail_is_retried_under_the_same_id(h: Harness) -> None:
     try:
         scontrol("update", f"NodeName={node}", "State=DOWN", "Reason=tao-slurm-tui test")
         job = await h.tick_until(
-            name, lambda j: len(j.attempts) > 1 or j.status.terminal, timeout=60
+            name, lambda j: len(j.attempts) > 1 or j.status.terminal, timeout=120
         )
     finally:
         resume(node)
     assert job.attempts[0].state == "NODE_FAIL", job.attempts
     assert len(job.attempts) == 2 and job.attempts[1].slurm_job_id != first_id
     assert "NODE_FAIL" in job.attempts[0].retry_reason
-    job = await h.tick_until(name, lambda j: j.status.terminal, timeout=120, interval=2)
+    job = await h.tick_until(name, lambda j: j.status.terminal, interval=2)
     assert job.status is TaoStatus.COMPLETE, job.status_json()
     assert job.id == name and job.retries == 1
     assert job.message == "ran after the node failure"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Sequence
 
@@ -44,13 +45,16 @@ async def test_poll_command_on_real_slurm(sandbox_profile: Profile) -> None:
         long = await _submit(conn, f"poll-long-{tag}", "sleep 300")
         ids = [ok, bad, held, long, UNKNOWN]
         try:
-            out = await _tick(conn, ids)
-            for _ in range(60):
+            # Bounded on time, not on a count of ticks: the jobs may PEND ~2 minutes while
+            # parallel tests hold the CPUs, and slurmdbd lags (settled = sacct agrees).
+            deadline = time.monotonic() + 180
+            while True:
+                out = await _tick(conn, ids)
                 snaps = out.snapshots(ids)
                 if snaps[ok].settled and snaps[bad].settled and snaps[long].state == "RUNNING":
                     break
+                assert time.monotonic() < deadline, snaps
                 await asyncio.sleep(1)
-                out = await _tick(conn, ids)
             assert out.complete and out.error == "", out
             assert out.squeue_rc == 0
             # sacct was asked only about what squeue did not report live.
@@ -90,11 +94,15 @@ async def test_poll_command_on_real_slurm(sandbox_profile: Profile) -> None:
             assert not lost.snapshot(UNKNOWN).found
         finally:
             await conn.run(join(["scancel", held, long]))
-        # Cancelled ids: squeue still knows them for MinJobAge, sacct gets the final record.
-        for _ in range(30):
+        # Cancelled ids: squeue still knows them for MinJobAge, sacct gets the final record
+        # a few seconds later (slurmdbd lags): poll, bounded, until both are settled.
+        deadline = time.monotonic() + 60
+        while True:
             out = await _tick(conn, [held, long])
             if all(s.settled for s in out.snapshots([held, long]).values()):
                 break
+            if time.monotonic() > deadline:
+                break  # the assertions below say what is missing
             await asyncio.sleep(1)
         for job_id in (held, long):
             snap = out.snapshot(job_id)

@@ -76,9 +76,9 @@ def test_gpu_job_completes_and_is_accounted() -> None:
     assert job_id.isdigit(), submit.stdout
 
     # sacct lags (RECIPE gotcha 3): poll until the allocation row reaches a final state. The
-    # bound allows for the job pending while parallel tests hold the node's 4 GPUs.
+    # bound allows for the job pending (~2 min) while parallel tests hold the node's 4 GPUs.
     state = ""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         result = ssh(f"sacct -X -n -P -j {job_id} --format=JobName,State,ExitCode")
         fields = result.stdout.strip().split("|")

@@ -89,16 +89,19 @@ def state_of(job_id: str) -> str:
     return row.split()[0] if row else ""
 
 
-async def wait_terminal(job_id: str, limit: float = 150) -> str:
+async def wait_terminal(job_id: str, limit: float = 180) -> str:
+    """The job's finished state; the bound allows ~2 min PENDING behind parallel tests' GPUs.
+
+    ``state_of`` asks squeue first (current to the second, keeps finished jobs for MinJobAge),
+    sacct only once squeue forgot the job, so a finished state it reports is final.
+    """
     loop = asyncio.get_running_loop()
     end = loop.time() + limit
     state = ""
     while loop.time() < end:
         state = state_of(job_id)
         if state in TERMINAL:
-            # squeue forgets fast, sacct lags: settle on sacct's word once it has one.
-            await asyncio.sleep(1)
-            return state_of(job_id) or state
+            return state
         await asyncio.sleep(1)
     raise AssertionError(f"job {job_id} did not finish in {limit} s (last state {state!r})")
 

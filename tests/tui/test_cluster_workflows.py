@@ -184,7 +184,7 @@ async def test_compose_submit_complete_and_read_the_logs(
             pilot,
             lambda: queue_status(app, name) is TaoStatus.COMPLETE,
             f"{name} to be Complete in the queue",
-            timeout=120,
+            timeout=240,  # a GPU job: ~2 min PENDING behind parallel tests, then the run
         )
         screen = app.screen
         assert isinstance(screen, QueueScreen)

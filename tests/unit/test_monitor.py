@@ -11,7 +11,7 @@ from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.slurm import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
 from tao_slurm_tui.remote.connection import CommandResult
-from tao_slurm_tui.services.monitor import Monitor
+from tao_slurm_tui.services.monitor import UNSETTLED_SECONDS, UNSETTLED_TICKS, Monitor
 from tao_slurm_tui.services.store import JobStore
 
 PROFILE = Profile(user="u", hostnames=["h"], partition="polar", base_results_dir="/r")
@@ -207,3 +207,103 @@ async def test_cancel_scancels_every_attempt_and_the_sqsh_job(store: JobStore) -
     job = await monitor.cancel("a")
     assert cluster.calls == ["scancel 6 9 5"]
     assert job.status is TaoStatus.CANCELED
+
+
+class Clock:
+    """A hand-driven clock."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_finish_waits_for_slow_accounting_even_with_fast_ticks(store: JobStore) -> None:
+    # squeue already says COMPLETED, slurmdbd still has the RUNNING row (it lags by seconds):
+    # ticks 1 s apart must not end the job before sacct agrees (that lost the exit code).
+    cluster = FakeCluster()
+    add(store, "a", "7", status=TaoStatus.RUNNING)
+    cluster.squeue["7"] = sq("7", "COMPLETED", nodes="vm")
+    cluster.sacct["7"] = [sa("7", "RUNNING", exit_code="0:0")]
+    clock = Clock()
+    monitor = Monitor(cluster, store, "p", PROFILE, clock=clock)  # type: ignore[arg-type]
+    for _ in range(5):
+        result = await monitor.tick()
+        assert result.jobs[0].status is TaoStatus.RUNNING
+        clock.now += 1
+    cluster.sacct["7"] = [sa("7", "COMPLETED", exit_code="0:0")]
+    result = await monitor.tick()
+    job = result.jobs[0]
+    assert job.status is TaoStatus.COMPLETE
+    assert job.attempts[0].exit_code == "0:0"
+
+
+async def test_finish_is_trusted_without_accounting_after_ticks_and_time(store: JobStore) -> None:
+    # Accounting down: sacct never agrees. squeue's word is trusted once both the tick count and
+    # the grace time have passed, not before.
+    cluster = FakeCluster()
+    add(store, "a", "7", status=TaoStatus.RUNNING)
+    cluster.squeue["7"] = sq("7", "CANCELLED", nodes="vm")
+    cluster.sacct["7"] = [sa("7", "RUNNING")]
+    clock = Clock()
+    monitor = Monitor(cluster, store, "p", PROFILE, clock=clock)  # type: ignore[arg-type]
+    for _ in range(UNSETTLED_TICKS + 1):
+        assert (await monitor.tick()).jobs[0].status is TaoStatus.RUNNING
+    clock.now += UNSETTLED_SECONDS - 1
+    assert (await monitor.tick()).jobs[0].status is TaoStatus.RUNNING
+    clock.now += 1
+    assert (await monitor.tick()).jobs[0].status is TaoStatus.CANCELED
+
+
+class ProbeCluster:
+    """Answers squeue when the poll asks it, else (the probe after a requeue) sacct only."""
+
+    def __init__(self) -> None:
+        self.squeue = ""
+        self.sacct: list[str] = []
+        self.asked: list[str] = []
+
+    async def run(self, command: Any, **_: Any) -> CommandResult:
+        cmd = command if isinstance(command, str) else " ".join(command)
+        out: list[str] = []
+        if MARK in cmd:
+            if "squeue -h" in cmd:
+                self.asked.append("squeue")
+                out += [f"{MARK}squeue rc=0", self.squeue]
+            else:
+                self.asked.append("sacct")
+                out += [f"{MARK}sacct rc=0 ids=7", *self.sacct]
+            out.append(f"{MARK}end")
+        else:
+            out.append("@@tao-mon:end")
+        return CommandResult(cmd, 0, "\n".join(out) + "\n", "", "h")
+
+
+def sq_restarts(state: str, reason: str, restarts: int) -> str:
+    values = {"job_id": "7", "state": state, "reason": reason, "restarts": str(restarts)}
+    values.update({"nodes": "vm" if state == "RUNNING" else "", "partition": "polar"})
+    return SEP.join(values.get(k, "N/A") for k, _ in SQUEUE_FIELDS)
+
+
+async def test_requeue_probe_with_lagging_accounting_counts_one_restart(store: JobStore) -> None:
+    # The batch script requeued itself (squeue: PENDING, RestartCnt 1). The next tick asks
+    # sacct -D only, and slurmdbd still shows the first run RUNNING: that stale row must not flip
+    # the job back to Running, or the following squeue PENDING counts the requeue twice.
+    cluster = ProbeCluster()
+    add(store, "a", "7")
+    monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+    cluster.squeue = sq_restarts("RUNNING", "None", 0)
+    await monitor.tick()
+    cluster.squeue = sq_restarts("PENDING", "BeginTime", 1)
+    await monitor.tick()
+    cluster.sacct = [sa("7", "RUNNING")]
+    result = await monitor.tick()
+    assert cluster.asked == ["squeue", "squeue", "sacct"]
+    assert result.jobs[0].status is TaoStatus.PENDING
+    result = await monitor.tick()
+    job = result.jobs[0]
+    assert job.status is TaoStatus.PENDING
+    assert job.attempts[0].restarts == 1 and job.retries == 1
+    requeued = [e for e in store.events("p", "a") if e.kind == "requeued"]
+    assert len(requeued) == 1
