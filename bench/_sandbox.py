@@ -13,24 +13,7 @@ if str(REPO) not in sys.path:
 
 from tests import sandbox  # noqa: E402
 
-SSH_ARGV = [
-    "ssh",
-    "-F",
-    "/dev/null",
-    "-o",
-    "BatchMode=yes",
-    "-o",
-    "IdentitiesOnly=yes",
-    "-o",
-    "StrictHostKeyChecking=yes",
-    "-o",
-    f"UserKnownHostsFile={sandbox.KNOWN_HOSTS}",
-    "-i",
-    str(sandbox.SSH_KEY),
-    "-p",
-    str(sandbox.PORT),
-    f"{sandbox.USER}@{sandbox.HOST}",
-]
+SSH_ARGV = sandbox.openssh_argv()
 """A fresh OpenSSH client process per call, as the reference platform does it."""
 
 
@@ -71,3 +54,18 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out)
+
+
+def write_results(section: str, text: str) -> None:
+    """Replace one section (between its markers) of bench/RESULTS.md; other sections kept."""
+    results = REPO / "bench" / "RESULTS.md"
+    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
+    current = results.read_text() if results.exists() else "# Benchmark results\n"
+    block = f"{begin}\n{text}\n{end}"
+    if begin in current and end in current:
+        head, _, rest = current.partition(begin)
+        _, _, tail = rest.partition(end)
+        current = head + block + tail
+    else:
+        current = current.rstrip("\n") + "\n\n" + block + "\n"
+    results.write_text(current)

@@ -26,7 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-from _sandbox import REPO, fmt_b, fmt_s, openssh, sandbox, table, timed
+from _sandbox import REPO, fmt_b, fmt_s, openssh, sandbox, table, timed, write_results
 
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.remote.connection import Connection
@@ -302,21 +302,6 @@ def bench_rss(base: str) -> list[list[str]]:
 
 
 # ----------------------------------------------------------------------------------- main
-
-
-def write_results(section: str, text: str) -> None:
-    """Replace the section between markers in bench/RESULTS.md."""
-    results = REPO / "bench" / "RESULTS.md"
-    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
-    current = results.read_text() if results.exists() else "# Benchmark results\n"
-    block = f"{begin}\n{text}\n{end}"
-    if begin in current and end in current:
-        head, _, rest = current.partition(begin)
-        _, _, tail = rest.partition(end)
-        current = head + block + tail
-    else:
-        current = current.rstrip("\n") + "\n\n" + block + "\n"
-    results.write_text(current)
 
 
 async def main() -> None:

@@ -24,8 +24,7 @@ import tempfile
 import time
 import uuid
 
-from _sandbox import fmt_s, openssh, sandbox, table
-from logs import write_results
+from _sandbox import fmt_s, openssh, sandbox, table, write_results
 
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.quoting import join

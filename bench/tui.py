@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _sandbox import table, write_results
 from rich.console import RenderableType
 from textual import events
 from textual.app import App, ComposeResult
@@ -594,28 +595,6 @@ def fmt_s(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:.1f} ms"
     return f"{seconds:.2f} s"
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table."""
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out)
-
-
-def write_results(section: str, text: str) -> None:
-    """Replace this section between its markers in bench/RESULTS.md (other sections kept)."""
-    results = HERE / "RESULTS.md"
-    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
-    current = results.read_text() if results.exists() else "# Benchmark results\n"
-    block = f"{begin}\n{text}\n{end}"
-    if begin in current and end in current:
-        head, _, rest = current.partition(begin)
-        _, _, tail = rest.partition(end)
-        current = head + block + tail
-    else:
-        current = current.rstrip("\n") + "\n\n" + block + "\n"
-    results.write_text(current)
 
 
 def timed(fn: Callable[[], object]) -> float:

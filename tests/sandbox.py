@@ -23,6 +23,29 @@ HOME = f"/home/{USER}"
 RESULTS = f"{HOME}/tao"
 
 
+def openssh_argv(user: str = USER) -> list[str]:
+    """``ssh`` argv for a key-only login to the sandbox with a fresh OpenSSH process (the
+    reference platform's way; the command goes last)."""
+    return [
+        "ssh",
+        "-F",
+        "/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        f"UserKnownHostsFile={KNOWN_HOSTS}",
+        "-i",
+        str(SSH_KEY),
+        "-p",
+        str(PORT),
+        f"{user}@{HOST}",
+    ]
+
+
 def sandbox_profile(**overrides: object) -> Profile:
     """A profile for the sandbox cluster (bare ``srun`` runtime)."""
     data: dict[str, object] = {

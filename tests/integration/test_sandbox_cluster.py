@@ -29,22 +29,7 @@ def ssh(
     """Run ``command`` on the sandbox login node with the OpenSSH client, key-only."""
     return subprocess.run(
         [
-            "ssh",
-            "-F",
-            "/dev/null",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "StrictHostKeyChecking=yes",
-            "-o",
-            f"UserKnownHostsFile={sandbox.KNOWN_HOSTS}",
-            "-i",
-            str(sandbox.SSH_KEY),
-            "-p",
-            str(sandbox.PORT),
-            f"{user}@{sandbox.HOST}",
+            *sandbox.openssh_argv(user),
             command,
         ],
         capture_output=True,
