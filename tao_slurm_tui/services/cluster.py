@@ -193,8 +193,11 @@ class ClusterBackend:
         return spec_errors_for_profile(data, self._profile, self._limits())
 
     def _limits(self) -> PartitionLimits:
-        # The cluster's table once partition_limits() fetched it; the cached/packaged one before.
-        return self._live_limits if self._live_limits is not None else offline_limits(self._name)
+        # The cluster's table once partition_limits() fetched it; before that the cached or
+        # packaged one, read once (not on every keystroke of the composer).
+        if self._live_limits is None:
+            self._live_limits = dict(offline_limits(self._name))
+        return self._live_limits
 
     async def partition_limits(self) -> dict[str, float]:
         """MaxTime (hours) of the cluster's partitions; the packaged list when offline."""
