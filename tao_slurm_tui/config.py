@@ -1,9 +1,9 @@
-"""Configuration: cluster profiles and app settings.
+"""Configuration files: the settings file that holds the cluster profiles, and the app's paths.
 
 The file is TOML (``config.toml`` under the platform config dir, ``XDG_CONFIG_HOME`` honoured,
 ``--config PATH`` overrides). It is read with :mod:`tomllib` and written with :mod:`tomli_w`
-atomically (temp file + rename, mode 0600). The platform's environment variables
-(``SLURM_USER``, ``SLURM_HOSTNAME``, ...) override the selected profile.
+atomically (temp file + rename, mode 0600). The profile model and the environment overrides live
+in :mod:`tao_slurm_tui.core.profile`; this module only reads and writes files.
 
 A broken file never produces a traceback: :class:`ConfigError` carries one sentence naming the
 file, the key and what is wrong, and the file is left untouched.
@@ -13,107 +13,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import platformdirs
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tao_slurm_tui.core.profile import NAME_RE, Profile, apply_env
+from tao_slurm_tui.errors import ConfigError
+
+__all__ = ["APP_NAME", "Config", "ConfigError", "Profile", "Settings"]
 
 APP_NAME = "tao-slurm-tui"
-
-#: The packaged default partition list of the platform: all are 4-hour queues.
-DEFAULT_PARTITIONS = "polar,polar3,polar4,grizzly"
-
-#: Where results go when the profile does not say (the platform's convention).
-DEFAULT_RESULTS_TEMPLATE = "/lustre/fsw/portfolios/edgeai/users/{user}"
-
-
-class ConfigError(Exception):
-    """A configuration problem, explained in one sentence for the user."""
-
-
-class Profile(BaseModel):
-    """One SLURM cluster reached over SSH."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    user: str = ""
-    """SSH user name on the login hosts (``SLURM_USER``)."""
-    hostnames: list[str] = Field(default_factory=list)
-    """Login hosts, tried in this order on connect failure (``SLURM_HOSTNAME``, comma list)."""
-    port: int = Field(default=22, ge=1, le=65535)
-    """SSH port of the login hosts."""
-    ssh_key_path: str = ""
-    """Private key for key-only login (``SSH_KEY_PATH``); empty: ``~/.ssh`` keys and the agent."""
-    known_hosts: str = ""
-    """known_hosts file to verify host keys against; empty: ``~/.ssh/known_hosts``."""
-    use_ssh_config: bool = True
-    """Read ``~/.ssh/config`` (Host aliases, Port, User, IdentityFile)."""
-    partition: str = DEFAULT_PARTITIONS
-    """Partition(s) for GPU jobs, comma separated (``SLURM_PARTITION``)."""
-    account: str = ""
-    """Account charged by ``#SBATCH --account`` (``SLURM_ACCOUNT``); empty: none."""
-    base_results_dir: str = ""
-    """Shared-filesystem root for job files and results (``SLURM_BASE_RESULTS_DIR``)."""
-    container_runtime: Literal["pyxis", "none"] = "pyxis"
-    """``pyxis`` runs ``srun --container-image``; ``none`` runs the command on bare metal."""
-    time_hours: float = Field(default=4.0, gt=0)
-    """Default wall time of a job in hours (``SLURM_TIME_HOURS``)."""
-    timeout_hours: float = Field(default=3.8, gt=0)
-    """Default time the container command may run before it is stopped (``SLURM_TIMEOUT_HOURS``)."""
-    use_requeue: bool = True
-    """``#SBATCH --requeue`` by default (``SLURM_USE_REQUEUE``)."""
-    max_gpus_per_node: int = Field(default=8, ge=1)
-    """GPUs of one node; asking for this many or more makes the request exclusive nodes."""
-    max_cpus_per_task: int = Field(default=128, ge=1)
-    """Cap for ``cpus_per_task x num_gpus`` on a single node."""
-    sqsh_cache_dir: str = ""
-    """Where converted SQSH images are cached; empty: ``<base_results_dir>/sqsh``."""
-    conversion_partition: str = ""
-    """Partition of the SQSH conversion job; empty: the first of ``partition``."""
-    require_sqsh: bool = False
-    """Stop instead of falling back to the registry image when a conversion fails."""
-    force_reconvert_latest: bool = False
-    """Convert ``:latest`` images again instead of reusing the cached SQSH."""
-    connect_timeout: float = Field(default=10.0, gt=0)
-    """Seconds to wait for one login host before trying the next."""
-    command_timeout: float = Field(default=60.0, gt=0)
-    """Default seconds a remote command may take."""
-
-    @field_validator("hostnames", mode="before")
-    @classmethod
-    def _split_hosts(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [h.strip() for h in value.split(",") if h.strip()]
-        return value
-
-    @property
-    def partitions(self) -> list[str]:
-        """The configured partitions as a list."""
-        return [p.strip() for p in self.partition.split(",") if p.strip()]
-
-    @property
-    def results_root(self) -> str:
-        """``base_results_dir`` or the platform's per-user default."""
-        if self.base_results_dir:
-            return self.base_results_dir.rstrip("/") or "/"
-        return DEFAULT_RESULTS_TEMPLATE.format(user=self.user or "USER")
-
-    def missing_required(self) -> list[str]:
-        """Names of required fields that are empty (user, hostnames, partition)."""
-        missing = []
-        if not self.user:
-            missing.append("user")
-        if not self.hostnames:
-            missing.append("hostnames")
-        if not self.partitions:
-            missing.append("partition")
-        return missing
 
 
 class Settings(BaseModel):
@@ -243,62 +158,7 @@ def save_settings(settings: Settings, path: Path) -> None:
     write_atomic(path, tomli_w.dumps(_dump(settings)).encode("utf-8"))
 
 
-# ----------------------------------------------------------------------------------- env overrides
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-ENV_OVERRIDES: dict[str, str] = {
-    "SLURM_USER": "user",
-    "SLURM_HOSTNAME": "hostnames",
-    "SLURM_PARTITION": "partition",
-    "SSH_KEY_PATH": "ssh_key_path",
-    "SLURM_BASE_RESULTS_DIR": "base_results_dir",
-    "SLURM_ACCOUNT": "account",
-    "SLURM_TIME_HOURS": "time_hours",
-    "SLURM_TIMEOUT_HOURS": "timeout_hours",
-    "SLURM_USE_REQUEUE": "use_requeue",
-}
-"""Platform environment variable → profile field it overrides."""
-
-
-def apply_env(profile: Profile, environ: Mapping[str, str] | None = None) -> Profile:
-    """Return a copy of ``profile`` with the platform's environment variables applied.
-
-    Raises:
-        ConfigError: a variable holds a value the field cannot take.
-    """
-    env = os.environ if environ is None else environ
-    updates: dict[str, Any] = {}
-    for var, field in ENV_OVERRIDES.items():
-        value = env.get(var)
-        if value is None or value == "":
-            continue
-        if field == "use_requeue":
-            low = value.strip().lower()
-            if low not in _TRUE | _FALSE:
-                raise ConfigError(
-                    f"environment variable {var}={value!r} is not a boolean; use true or false."
-                )
-            updates[field] = low in _TRUE
-        else:
-            updates[field] = value
-    if not updates:
-        return profile
-    try:
-        return Profile.model_validate({**profile.model_dump(), **updates})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "?"
-        var = next((v for v, f in ENV_OVERRIDES.items() if f == field), field)
-        raise ConfigError(
-            f"environment variable {var} is invalid: {first['msg']} (got {env.get(var)!r})."
-        ) from None
-
-
 # ----------------------------------------------------------------------------------- facade
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class Config:
@@ -356,7 +216,7 @@ class Config:
         Raises:
             ConfigError: ``name`` is not a valid profile name.
         """
-        if not _NAME_RE.match(name):
+        if not NAME_RE.match(name):
             raise ConfigError(
                 f"profile name {name!r} is invalid: use 1-64 letters, digits, '.', '_' or '-'."
             )

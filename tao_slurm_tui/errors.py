@@ -22,3 +22,7 @@ class OperationFailed(TaoError):
     """The operation could not be done (remote failure, SLURM refusal); exit code 1."""
 
     exit_code = 1
+
+
+class ConfigError(BadInput):
+    """A configuration problem (file, profile, environment override), in one sentence; exit 2."""

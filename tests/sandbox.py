@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 
 STATE_DIR = Path(os.environ.get("TAO_SLURM_STATE", "/var/lib/tao-slurm-test"))
 """The sandbox's state dir (daemon pids, configs, the ssh key and known_hosts)."""

@@ -8,7 +8,8 @@ import json
 from pydantic import ValidationError
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import Profile, config_path, state_db_path
+from tao_slurm_tui.config import config_path, state_db_path
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.errors import BadInput
 
 

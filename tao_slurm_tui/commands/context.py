@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TextIO
 
-from tao_slurm_tui.config import Config, Profile
+from tao_slurm_tui.config import Config
+from tao_slurm_tui.core.profile import Profile
 
 
 @dataclass

@@ -12,7 +12,7 @@ import asyncio
 import getpass
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.credentials import (

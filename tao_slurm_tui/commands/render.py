@@ -11,7 +11,7 @@ import argparse
 
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
-from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.core.spec import load_spec, spec_for_profile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         BadInput: the spec is missing, not TOML, invalid, or asks for more than its partition
             allows.
     """
-    spec = load_spec(args.spec)
+    spec = spec_for_profile(load_spec(args.spec), ctx.profile)
     text = render_entrypoint(spec) if args.entrypoint else render_sbatch(spec, ctx.profile)
     ctx.stdout.write(text)
     return 0

@@ -14,7 +14,7 @@ import json
 
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.config import state_db_path
-from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.core.spec import load_spec, spec_for_profile
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.store import JobStore
@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _submit(args: argparse.Namespace, ctx: CliContext) -> SubmitResult:
-    spec = load_spec(args.spec)
     profile = ctx.profile
+    spec = spec_for_profile(load_spec(args.spec), profile)
     missing = profile.missing_required()
     if missing:
         raise BadInput(

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+from tao_slurm_tui.core.profile import NAME_RE
+
 _SLURM_ID_RE = re.compile(r"^[0-9]+(?:_[0-9]+)?$")
 
 
@@ -35,7 +36,7 @@ class JobPaths:
         base = self.base.rstrip("/") or "/"
         if not base.startswith("/"):
             raise ValueError(f"base_results_dir must be an absolute path (got {self.base!r})")
-        if not _ID_RE.match(self.job_id) or self.job_id in {".", ".."}:
+        if not NAME_RE.match(self.job_id) or self.job_id in {".", ".."}:
             raise ValueError(f"job id {self.job_id!r} is not a valid job name")
         object.__setattr__(self, "base", base)
 

@@ -1,4 +1,4 @@
-"""Domain types shared by every layer: TAO status, jobs, attempts, progress.
+"""Domain types shared by every layer: TAO status, jobs, attempts, progress, host keys.
 
 Pure data, no I/O. The store persists these; the poller updates them; the UI and the CLI show
 them.
@@ -170,3 +170,19 @@ class JobRecord:
             "reason": self.reason,
             "message": self.message,
         }
+
+
+@dataclass(frozen=True)
+class HostKeyInfo:
+    """A server's host key as shown to the user before trusting it."""
+
+    host: str
+    """Host name or address the key was presented for."""
+    port: int
+    """SSH port."""
+    key_type: str
+    """Key algorithm, e.g. ``ssh-ed25519``."""
+    fingerprint: str
+    """``SHA256:...`` exactly as ``ssh-keygen -lf`` prints it."""
+    public_key: str
+    """The key as one OpenSSH line, ``TYPE BASE64`` (no comment)."""

@@ -24,7 +24,7 @@ from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.resources import templates_dir
 
 if TYPE_CHECKING:
-    from tao_slurm_tui.config import Profile
+    from tao_slurm_tui.core.profile import Profile
     from tao_slurm_tui.core.spec import JobSpec
 
 SBATCH_TEMPLATE = "sbatch.sh.j2"

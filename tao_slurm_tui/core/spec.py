@@ -14,7 +14,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tomli_w
 from pydantic import (
@@ -30,14 +30,10 @@ from pydantic_core import ErrorDetails
 
 from tao_slurm_tui.core import images, storage
 from tao_slurm_tui.core.partitions import PartitionLimits, check_wall_time
+from tao_slurm_tui.core.profile import NAME_RE, Profile
 from tao_slurm_tui.core.shaping import Shape, shape_resources
 from tao_slurm_tui.errors import BadInput
 
-if TYPE_CHECKING:
-    from tao_slurm_tui.config import Profile
-
-NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
-_NAME_RE = re.compile(rf"^{NAME_PATTERN}$")
 _PARTITION_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -123,7 +119,7 @@ class JobSpec(BaseModel):
     def _check_name(cls, value: str) -> str:
         if value in {".", ".."}:
             raise ValueError(f"cannot be {value!r}: it would name a parent directory")
-        if not _NAME_RE.match(value):
+        if not NAME_RE.match(value):
             raise ValueError(f"must be 1-64 letters, digits, '.', '_' or '-' (got {value!r})")
         return value
 
@@ -409,6 +405,40 @@ def spec_errors(data: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
+PROFILE_DEFAULTS = ("time_hours", "timeout_hours", "use_requeue")
+"""Spec fields whose default comes from the profile (and so from ``SLURM_TIME_HOURS``,
+``SLURM_TIMEOUT_HOURS``, ``SLURM_USE_REQUEUE``) when the spec leaves them out."""
+
+
+def with_profile_defaults(data: Mapping[str, Any], profile: Profile) -> dict[str, Any]:
+    """``data`` with the profile's wall time, timeout and requeue for the keys it leaves out.
+
+    A spec that sets ``time_hours`` alone keeps the derived timeout (:data:`TIMEOUT_FRACTION`);
+    a profile whose timeout is not below its wall time gets the derived one too.
+    """
+    out = dict(data)
+    out.setdefault("use_requeue", profile.use_requeue)
+    if "time_hours" not in out:
+        out["time_hours"] = profile.time_hours
+        if "timeout_hours" not in out:
+            out["timeout_hours"] = (
+                profile.timeout_hours
+                if profile.timeout_hours < profile.time_hours
+                else round(profile.time_hours * TIMEOUT_FRACTION, 4)
+            )
+    return out
+
+
+def spec_for_profile(spec: JobSpec, profile: Profile) -> JobSpec:
+    """``spec`` as it runs on ``profile``: the profile's defaults for what the spec left out.
+
+    Raises:
+        BadInput: the combination is invalid (a spec timeout not below the profile's wall time).
+    """
+    data = with_profile_defaults(spec.model_dump(mode="json", exclude_unset=True), profile)
+    return validate_spec(data)
+
+
 def spec_errors_for_profile(
     data: Mapping[str, Any],
     profile: Profile,
@@ -426,11 +456,10 @@ def spec_errors_for_profile(
         profile: supplies the partitions when the spec names none.
         partition_limits: MaxTime per partition in seconds; default the packaged list.
     """
-    errors = spec_errors(data)
+    errors = spec_errors(with_profile_defaults(data, profile))
     if "time_hours" in errors or "partition" in errors:
         return errors
-    default = JobSpec.model_fields["time_hours"].default
-    hours = data.get("time_hours", default)
+    hours = data.get("time_hours", profile.time_hours)
     if not isinstance(hours, int | float) or isinstance(hours, bool):
         return errors
     partition = str(data.get("partition") or "").strip() or ",".join(profile.partitions)

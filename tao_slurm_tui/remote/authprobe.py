@@ -18,10 +18,8 @@ from typing import Any
 
 import asyncssh
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.hostkeys import read_known_hosts
-
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
 _OTP_RE = re.compile(
     r"verification|one[- ]time|\botp\b|token|2fa|two[- ]factor|second factor|authenticator|"
@@ -108,9 +106,7 @@ async def probe_login(
     del password
     limit = timeout if timeout is not None else profile.connect_timeout
     options: dict[str, Any] = {
-        "known_hosts": asyncssh.import_known_hosts(
-            read_known_hosts(Path(profile.known_hosts or DEFAULT_KNOWN_HOSTS).expanduser())
-        ),
+        "known_hosts": asyncssh.import_known_hosts(read_known_hosts(profile.known_hosts_path)),
         "config": () if profile.use_ssh_config else None,
         "connect_timeout": limit,
         "login_timeout": limit,

@@ -35,7 +35,9 @@ from typing import Any, cast
 
 import asyncssh
 
-from tao_slurm_tui.config import Profile, cache_dir
+from tao_slurm_tui.config import cache_dir
+from tao_slurm_tui.core.models import HostKeyInfo
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import home_path, join, quote
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.errors import (
@@ -51,7 +53,6 @@ from tao_slurm_tui.remote.errors import (
     UnknownHostKey,
 )
 from tao_slurm_tui.remote.hostkeys import (
-    HostKeyInfo,
     fingerprint,
     keys_for_host,
     normalize_public_key,
@@ -69,7 +70,6 @@ __all__ = [
     "ConnectionManager",
     "ConnectionState",
     "HostKeyChanged",
-    "HostKeyInfo",
     "KeyLoadError",
     "KeyPermissionError",
     "RemoteError",
@@ -83,9 +83,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
-"""known_hosts used when the profile does not name one."""
 
 _REMEMBER_FILE = "login-hosts.json"
 
@@ -392,7 +389,7 @@ class Connection:
         return hosts
 
     def _known_hosts_path(self) -> Path:
-        return Path(self.profile.known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
+        return self.profile.known_hosts_path
 
     async def _open(self) -> None:
         """Try every login host once; on success make it the current connection."""

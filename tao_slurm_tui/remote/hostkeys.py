@@ -14,26 +14,9 @@ import hashlib
 import hmac
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_PORT = 22
-
-
-@dataclass(frozen=True)
-class HostKeyInfo:
-    """A server's host key as shown to the user before trusting it."""
-
-    host: str
-    """Host name or address the key was presented for."""
-    port: int
-    """SSH port."""
-    key_type: str
-    """Key algorithm, e.g. ``ssh-ed25519``."""
-    fingerprint: str
-    """``SHA256:...`` exactly as ``ssh-keygen -lf`` prints it."""
-    public_key: str
-    """The key as one OpenSSH line, ``TYPE BASE64`` (no comment)."""
 
 
 def split_public_key(public_key: str) -> tuple[str, bytes]:

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Switch, TextArea
 
+from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.spec import validate_spec
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.screens.context import UiContext
@@ -67,7 +68,7 @@ class ComposerScreen(Screen[None]):
         super().__init__()
         self.ctx = ctx
         self.initial = spec if spec is not None else ctx.backend.default_spec()
-        self.limits: dict[str, float] = {}
+        self.limits: PartitionLimits = {}
         self.errors: dict[str, str] = {}
         """Current problems by field ('' key: not tied to a field)."""
         self.submitting = False

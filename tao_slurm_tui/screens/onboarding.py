@@ -13,17 +13,16 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Collapsible, Footer, Input, Label, Select
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.profile import NAME_RE, Profile
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.credentials import CredentialsModal
 from tao_slurm_tui.screens.trust_host import TrustHostModal
-from tao_slurm_tui.services.backend import CheckResult
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.check_row import CheckRow
 
-_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$", re.IGNORECASE)
 _HOST = re.compile(r"^[A-Za-z0-9.-]+$|^\[?[0-9a-fA-F:]+\]?$")
 
@@ -43,7 +42,7 @@ PROFILE_FIELDS: list[tuple[str, str, str, bool]] = [
 def profile_errors(values: dict[str, str]) -> dict[str, str]:
     """Inline problems of the profile form (pure)."""
     errors: dict[str, str] = {}
-    if not _NAME.match(values.get("name", "")):
+    if not NAME_RE.match(values.get("name", "")):
         errors["name"] = "Use 1-64 letters, digits, '.', '_' or '-'."
     user = values.get("user", "").strip()
     if not user:

@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
-from tao_slurm_tui.services.backend import HostKeyInfo
+from tao_slurm_tui.core.models import HostKeyInfo
 
 
 class TrustHostModal(ModalScreen[bool]):

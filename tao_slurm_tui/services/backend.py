@@ -22,27 +22,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tao_slurm_tui.config import Profile
-from tao_slurm_tui.core.models import JobRecord, TaoStatus
+from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, TaoStatus
+from tao_slurm_tui.core.partitions import PartitionLimits
+from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.profile import Profile
 
 ConnectionStateName = Literal["disconnected", "connecting", "connected", "reconnecting", "down"]
 """Values of :attr:`Backend.connection_state` (the ``ConnectionState`` enum's values)."""
 
 LogStreamName = Literal["out", "err"]
 """Which log of the latest attempt: ``main.out`` or ``main.err``."""
-
-CheckStatus = Literal["pass", "fail", "skip"]
-"""Outcome of one doctor check."""
-
-FixAction = Literal[
-    "generate_key",
-    "install_key",
-    "trust_host",
-    "fix_permissions",
-    "install_credentials",
-    "set_account",
-]
-"""A fix the UI can offer as a button next to a failing check."""
 
 
 class SubmitStage(StrEnum):
@@ -53,41 +42,6 @@ class SubmitStage(StrEnum):
     SQSH = "sqsh conversion job"
     SBATCH = "sbatch"
     DONE = "done"
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One doctor check with its outcome and, on failure, one remedy."""
-
-    check: str
-    """Short name of the check (``"host key known (login1)"``)."""
-    status: CheckStatus
-    """pass, fail or skip."""
-    detail: str = ""
-    """What was found, one sentence."""
-    fix: str = ""
-    """What to do about a failure, one sentence (empty when it passed)."""
-    action: FixAction | None = None
-    """A fix the UI can run for the user (a button), if there is one."""
-    target: str = ""
-    """What the action applies to: the host for ``trust_host``, the detected account for
-    ``set_account``; empty otherwise."""
-
-    def to_json(self) -> dict[str, str]:
-        """The ``doctor --json`` contract: check, status, detail, fix."""
-        return {"check": self.check, "status": self.status, "detail": self.detail, "fix": self.fix}
-
-
-@dataclass(frozen=True)
-class HostKeyInfo:
-    """A login host's key as fetched (not yet trusted)."""
-
-    host: str
-    port: int
-    key_type: str
-    """e.g. ``ssh-ed25519``."""
-    fingerprint: str
-    """``SHA256:...`` exactly as ``ssh-keygen -lf`` prints it."""
 
 
 @dataclass(frozen=True)
@@ -189,8 +143,8 @@ class Backend(Protocol):
         """
         ...
 
-    async def partition_limits(self) -> dict[str, float]:
-        """MaxTime in hours of every configured partition (``inf`` when unlimited)."""
+    async def partition_limits(self) -> PartitionLimits:
+        """MaxTime in seconds of the cluster's partitions (None when unlimited)."""
         ...
 
     def render(self, spec: dict[str, Any]) -> str:

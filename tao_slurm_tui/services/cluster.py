@@ -9,23 +9,25 @@ and the UI's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from tao_slurm_tui.config import Config, Profile, state_db_path
-from tao_slurm_tui.core import preflight
-from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.config import Config, state_db_path
+from tao_slurm_tui.core.models import HostKeyInfo, JobRecord
 from tao_slurm_tui.core.partitions import PartitionLimits
+from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import render_sbatch
-from tao_slurm_tui.core.spec import JobSpec, spec_errors_for_profile, validate_spec
+from tao_slurm_tui.core.spec import (
+    JobSpec,
+    spec_errors_for_profile,
+    validate_spec,
+    with_profile_defaults,
+)
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
-from tao_slurm_tui.remote.hostkeys import HostKeyInfo as FetchedKey
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import (
-    CheckResult,
-    HostKeyInfo,
     LogBatch,
     LogStreamName,
     SubmitStage,
@@ -39,31 +41,6 @@ from tao_slurm_tui.services.submit import Submitter
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 """Image a new job starts from in the composer."""
-
-
-def to_ui_check(result: preflight.CheckResult) -> CheckResult:
-    """The doctor's result as the UI shows it (title as the check's name)."""
-    action = result.action.value if result.action else None
-    ui_actions = {
-        "generate_key",
-        "install_key",
-        "trust_host",
-        "fix_permissions",
-        "install_credentials",
-        "set_account",
-    }
-    return CheckResult(
-        check=result.title,
-        status=str(result.status),  # type: ignore[arg-type]
-        detail=result.detail,
-        fix=result.fix,
-        action=action if action in ui_actions else None,  # type: ignore[arg-type]
-        target=result.target,
-    )
-
-
-def _hours(limits: dict[str, int | None]) -> dict[str, float]:
-    return {name: (math.inf if sec is None else sec / 3600) for name, sec in limits.items()}
 
 
 class ClusterBackend:
@@ -88,7 +65,7 @@ class ClusterBackend:
             self.conn, self.store, name, self._profile, resubmit=self.submitter.resubmit
         )
         self._last_poll: float | None = None
-        self._fetched: dict[str, FetchedKey] = {}
+        self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
 
     # ------------------------------------------------------------------ profile
@@ -199,16 +176,16 @@ class ClusterBackend:
             self._live_limits = dict(offline_limits(self._name))
         return self._live_limits
 
-    async def partition_limits(self) -> dict[str, float]:
-        """MaxTime (hours) of the cluster's partitions; the packaged list when offline."""
+    async def partition_limits(self) -> PartitionLimits:
+        """MaxTime (seconds) of the cluster's partitions; the cached or packaged list offline."""
         try:
             self._live_limits = dict(await self.submitter.partition_limits())
         except TaoError:
-            return _hours(dict(offline_limits(self._name)))
-        return _hours(self._live_limits)
+            return offline_limits(self._name)
+        return self._live_limits
 
     def _spec(self, data: dict[str, Any]) -> JobSpec:
-        return validate_spec(data)
+        return validate_spec(with_profile_defaults(data, self._profile))
 
     def render(self, spec: dict[str, Any]) -> str:
         """The sbatch script the spec would submit (no network)."""
@@ -230,13 +207,13 @@ class ClusterBackend:
     async def doctor(self) -> list[CheckResult]:
         """The preflight checks, over the one connection."""
         report = await run_doctor(self._profile, profile_name=self._name, connection=self.conn)
-        return [to_ui_check(r) for r in report.results]
+        return report.results
 
     async def fetch_host_key(self, host: str) -> HostKeyInfo:
         """Fetch a login host's key for the user to inspect; nothing is written."""
         info = await sshsetup.fetch_host(self._profile, host)
         self._fetched[host] = info
-        return HostKeyInfo(info.host, info.port, info.key_type, info.fingerprint)
+        return info
 
     async def trust_host(self, host: str) -> None:
         """Write the key fetched (and shown) for ``host`` to known_hosts."""

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import math
-import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
-from tao_slurm_tui.config import Profile
-from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
-from tao_slurm_tui.core.partitions import HOUR
+from tao_slurm_tui.core.models import Attempt, HostKeyInfo, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.core.partitions import HOUR, PartitionLimits
+from tao_slurm_tui.core.preflight import CheckResult, CheckStatus, FixAction
+from tao_slurm_tui.core.profile import NAME_RE, Profile
 from tao_slurm_tui.core.render import render_sbatch
-from tao_slurm_tui.core.spec import spec_errors_for_profile, validate_spec
+from tao_slurm_tui.core.spec import spec_errors_for_profile, validate_spec, with_profile_defaults
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.services.backend import (
-    CheckResult,
-    HostKeyInfo,
     LogBatch,
     LogStreamName,
     SubmitStage,
@@ -39,10 +36,11 @@ FAKE_HOST = "login1.example.org"
 FAKE_FINGERPRINT = "SHA256:q3Xn9bUj1yKc8wq1mO0z7HcW2m0e4vN9kXJt4aF1b2c"
 """Host key fingerprint the fake reports."""
 
+FAKE_PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeHostKeyOfTheDemoClusterOnlyXXXXXXXXXXXX"
+"""The host key the fake presents (never trusted anywhere real)."""
+
 FAKE_LIMITS: dict[str, int | None] = {"polar": 4 * HOUR, "polar3": 4 * HOUR, "gpu-long": 48 * HOUR}
 """MaxTime (seconds) of the fake cluster's partitions."""
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 def fake_profile() -> Profile:
@@ -173,50 +171,59 @@ def seed_jobs(now: float = FROZEN_TIME) -> list[JobRecord]:
 
 def seed_doctor() -> list[CheckResult]:
     """A doctor run with some failures, each with its fix."""
+    ok, fail, skip = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
+    login = "Needs a working login."
     return [
-        CheckResult("profile complete", "pass", "user, login hosts and partition are set."),
-        CheckResult("private key present", "pass", "~/.ssh/id_ed25519 exists."),
+        CheckResult("profile", "profile complete", ok, "user, login hosts and partition are set."),
+        CheckResult("ssh_key", "private key present", ok, "~/.ssh/id_ed25519 exists."),
         CheckResult(
+            "ssh_key",
             "private key permissions",
-            "fail",
+            fail,
             "~/.ssh/id_ed25519 is readable by others (mode 0644).",
             "Restrict it: chmod 600 ~/.ssh/id_ed25519.",
-            "fix_permissions",
+            FixAction.FIX_PERMISSIONS,
         ),
         CheckResult(
+            "host_keys",
             f"host key known ({FAKE_HOST})",
-            "fail",
+            fail,
             f"{FAKE_HOST} is not in known_hosts.",
             "Check its fingerprint and trust it.",
-            "trust_host",
+            FixAction.TRUST_HOST,
             FAKE_HOST,
         ),
         CheckResult(
+            "login",
             f"key-only login ({FAKE_HOST})",
-            "fail",
+            fail,
             "The server refused the key.",
             "Install your public key with a one-time password login.",
-            "install_key",
+            FixAction.INSTALL_KEY,
         ),
-        CheckResult("SLURM commands answer", "skip", "Needs a working login."),
+        CheckResult("slurm_tools", "SLURM commands answer", skip, login),
         CheckResult(
             "account",
-            "fail",
+            "account",
+            fail,
             "No account is set and the site requires one.",
             "Use the detected account 'edgeai'.",
-            "set_account",
+            FixAction.SET_ACCOUNT,
             "edgeai",
         ),
-        CheckResult("partitions exist", "pass", "polar (4:00:00), polar3 (4:00:00), gpu-long."),
-        CheckResult("results dir writable", "skip", "Needs a working login."),
         CheckResult(
+            "partitions", "partitions exist", ok, "polar (4:00:00), polar3 (4:00:00), gpu-long."
+        ),
+        CheckResult("results_dir", "results dir writable", skip, login),
+        CheckResult(
+            "enroot_credentials",
             "enroot credentials",
-            "fail",
+            fail,
             "~/.config/enroot/.credentials is missing (needed for private images).",
             "Install your NGC key.",
-            "install_credentials",
+            FixAction.INSTALL_CREDENTIALS,
         ),
-        CheckResult("pyxis present", "skip", "Needs a working login."),
+        CheckResult("pyxis", "pyxis present", skip, login),
     ]
 
 
@@ -253,6 +260,7 @@ class FakeBackend:
         profile: Profile | None = None,
         profile_name: str = "fake",
         log_lines: int = 300,
+        checks: list[CheckResult] | None = None,
     ) -> None:
         self.clock: Callable[[], float] = clock or (lambda: FROZEN_TIME)
         """Injectable 'now'."""
@@ -265,7 +273,7 @@ class FakeBackend:
         self._state = "connected"
         self._last_poll: float | None = self.clock() - 4
         self._listeners: list[Callable[[str], None]] = []
-        self._checks = seed_doctor()
+        self._checks = checks if checks is not None else seed_doctor()
         self._next_slurm_id = 1100
         self.log_lines = log_lines
         """Lines per attempt the log stream yields at once."""
@@ -299,7 +307,7 @@ class FakeBackend:
 
     def save_profile(self, name: str, profile: Profile, *, make_default: bool = False) -> None:
         """Keep the profile in memory and make it active."""
-        if not _NAME_RE.match(name):
+        if not NAME_RE.match(name):
             raise BadInput(
                 f"Profile name {name!r} is invalid: use letters, digits, '.', '_' or '-'."
             )
@@ -395,16 +403,15 @@ class FakeBackend:
         """The real rules (core.spec), wall time against the fake cluster's partitions."""
         return spec_errors_for_profile(data, self._profile, FAKE_LIMITS)
 
-    async def partition_limits(self) -> dict[str, float]:
-        """MaxTime per partition in hours."""
+    async def partition_limits(self) -> PartitionLimits:
+        """MaxTime per partition in seconds."""
         await asyncio.sleep(0)
-        return {
-            name: (math.inf if sec is None else sec / HOUR) for name, sec in FAKE_LIMITS.items()
-        }
+        return dict(FAKE_LIMITS)
 
     def render(self, spec: dict[str, Any]) -> str:
         """The real sbatch script (core.render) for the fake profile."""
-        return render_sbatch(validate_spec(spec), self._profile, partition_limits=FAKE_LIMITS)
+        valid = validate_spec(with_profile_defaults(spec, self._profile))
+        return render_sbatch(valid, self._profile, partition_limits=FAKE_LIMITS)
 
     async def submit(
         self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]
@@ -449,7 +456,7 @@ class FakeBackend:
 
     def _resolve(self, action: str) -> None:
         self._checks = [
-            replace(c, status="pass", fix="", action=None, detail="Fixed.")
+            replace(c, status=CheckStatus.PASS, fix="", action=None, detail="Fixed.")
             if c.action == action
             else c
             for c in self._checks
@@ -458,7 +465,9 @@ class FakeBackend:
     async def fetch_host_key(self, host: str) -> HostKeyInfo:
         """A fixed key for any host."""
         await asyncio.sleep(0)
-        return HostKeyInfo(host, self._profile.port, "ssh-ed25519", FAKE_FINGERPRINT)
+        return HostKeyInfo(
+            host, self._profile.port, "ssh-ed25519", FAKE_FINGERPRINT, FAKE_PUBLIC_KEY
+        )
 
     async def trust_host(self, host: str) -> None:
         """Remember the host as trusted."""

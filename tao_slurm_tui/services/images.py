@@ -38,9 +38,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.images import ImageRef
 from tao_slurm_tui.core.partitions import format_slurm_time
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.slurm import parse_sbatch_output
 from tao_slurm_tui.errors import OperationFailed

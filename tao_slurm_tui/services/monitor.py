@@ -42,10 +42,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core import retry as retry_rules
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.slurm import (
     PollOutput,

@@ -29,8 +29,8 @@ from typing import Any
 
 import asyncssh
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core import preflight
+from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.preflight import (
     CheckResult,
     CheckStatus,
@@ -38,13 +38,13 @@ from tao_slurm_tui.core.preflight import (
     result,
     skipped,
 )
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import home_path
 from tao_slurm_tui.core.spec import load_spec
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.connection import (
     ConnectError,
     Connection,
-    HostKeyInfo,
     KeyLoadError,
     KeyPermissionError,
     RemoteError,

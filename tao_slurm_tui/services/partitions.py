@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tao_slurm_tui.config import Profile, cache_dir, write_atomic
+from tao_slurm_tui.config import cache_dir, write_atomic
 from tao_slurm_tui.core.partitions import (
     PACKAGED_LIMITS,
     SCONTROL_COMMAND,
@@ -25,6 +25,7 @@ from tao_slurm_tui.core.partitions import (
     parse_scontrol_limits,
     parse_sinfo_limits,
 )
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.images import Remote

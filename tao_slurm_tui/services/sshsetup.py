@@ -29,14 +29,14 @@ from pathlib import Path
 
 import asyncssh
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.models import HostKeyInfo
+from tao_slurm_tui.core.profile import DEFAULT_KNOWN_HOSTS, Profile
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.authprobe import probe_login
 from tao_slurm_tui.remote.connection import (
     AuthenticationFailed,
     CommandResult,
     Connection,
-    HostKeyInfo,
     RemoteError,
     UnknownHostKey,
     fetch_host_key,
@@ -46,9 +46,6 @@ from tao_slurm_tui.remote.hostkeys import fingerprint, normalize_public_key
 
 DEFAULT_KEY = "~/.ssh/id_ed25519"
 """Where a new key goes when the profile names none."""
-
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
-"""known_hosts used when the profile names none (as the connection does)."""
 
 AUTHORIZE_SCRIPT = r"""set -u
 umask 077
@@ -122,7 +119,7 @@ def key_path(profile: Profile) -> Path:
 
 def known_hosts_path(profile: Profile) -> Path:
     """The known_hosts file the connection verifies against for this profile."""
-    return Path(profile.known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
+    return profile.known_hosts_path
 
 
 def _single_host(profile: Profile, host: str | None) -> tuple[Profile, str]:
@@ -478,7 +475,6 @@ def remediation_prompt(profile: Profile, host: str | None = None) -> str:
 __all__ = [
     "AUTHORIZE_SCRIPT",
     "GeneratedKey",
-    "HostKeyInfo",
     "KeyInstall",
     "LoginCheck",
     "TwoFactorRequired",

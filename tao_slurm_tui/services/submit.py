@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.images import ImageRef
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import check_wall_time, split_partitions
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
 from tao_slurm_tui.core.slurm import parse_sbatch_output

@@ -7,10 +7,10 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Label
 
-from tao_slurm_tui.services.backend import CheckResult
+from tao_slurm_tui.core.preflight import CheckResult
 from tao_slurm_tui.widgets.secret_input import SecretInput
 
-GLYPHS = {"pass": "✔", "fail": "✘", "skip": "–"}  # noqa: RUF001
+GLYPHS = {"pass": "✔", "fail": "✘", "warn": "!", "skip": "–"}  # noqa: RUF001
 
 BUTTON_LABELS = {
     "generate_key": "Generate key",
@@ -40,6 +40,7 @@ class CheckRow(Vertical):
         & .glyph { width: 2; }
         &.-pass .glyph { color: $success; }
         &.-fail .glyph { color: $error; text-style: bold; }
+        &.-warn .glyph { color: $warning; text-style: bold; }
         &.-skip .glyph, &.-skip .name { color: $text-muted; }
         & .detail { color: $text-muted; padding-left: 2; }
         & .fix { color: $warning; padding-left: 2; }
@@ -75,12 +76,12 @@ class CheckRow(Vertical):
         result = self.result
         with Horizontal(classes="check-head"):
             yield Label(GLYPHS[result.status], classes="glyph")
-            yield Label(result.check, classes="name")
+            yield Label(result.title, classes="name")
         if result.detail:
             yield Label(result.detail, classes="detail")
-        if result.status == "fail" and result.fix:
+        if result.status in ("fail", "warn") and result.fix:
             yield Label(result.fix, classes="fix")
-        if result.status == "fail" and result.action:
+        if result.status in ("fail", "warn") and result.action in BUTTON_LABELS:
             with Horizontal(classes="fix-row"):
                 if result.action in SECRET_PROMPTS:
                     yield SecretInput(placeholder=SECRET_PROMPTS[result.action], classes="secret")

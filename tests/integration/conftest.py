@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.store import JobStore
 from tests.integration.monitor_helpers import Harness

@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import Attempt, JobRecord
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.spec import JobSpec
 from tao_slurm_tui.remote.connection import CommandResult, Connection

@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from tao_slurm_tui.config import Profile, state_db_path
+from tao_slurm_tui.config import state_db_path
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.credentials import (

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import tomli_w
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.preflight import CheckStatus, FixAction
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.onboarding import DoctorReport, create_results_dir, run_doctor
 from tests import sandbox

@@ -10,7 +10,8 @@ import pytest
 import tomli_w
 
 from tao_slurm_tui import cli
-from tao_slurm_tui.config import Profile, state_db_path
+from tao_slurm_tui.config import state_db_path
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.store import JobStore
 from tests.integration.monitor_helpers import Harness, status_line, unique

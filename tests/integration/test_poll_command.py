@@ -7,8 +7,8 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join
 from tao_slurm_tui.core.slurm import (
     PollOutput,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.connection import AuthenticationFailed, Connection, UnknownHostKey
 from tao_slurm_tui.remote.hostkeys import normalize_public_key
 from tao_slurm_tui.services import sshsetup

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tao_slurm_tui.cli import main
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.layout import JobPaths
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join
 from tao_slurm_tui.core.spec import JobSpec
 from tao_slurm_tui.errors import BadInput, OperationFailed

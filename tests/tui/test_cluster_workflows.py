@@ -20,8 +20,9 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Switch, TextArea
 
 from tao_slurm_tui.app import TaoSlurmApp, make_app
-from tao_slurm_tui.config import Config, Profile, Settings
+from tao_slurm_tui.config import Config, Settings
 from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.logs import LogsScreen

@@ -6,7 +6,9 @@ from typing import Any
 
 from textual.widgets import Button, Input
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core import preflight
+from tao_slurm_tui.core.preflight import CheckStatus, FixAction
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.screens.credentials import CredentialsModal
 from tao_slurm_tui.screens.onboarding import OnboardingScreen, profile_errors
 from tao_slurm_tui.screens.trust_host import TrustHostModal
@@ -145,3 +147,33 @@ async def test_credentials_and_account_fixes(fake: FakeBackend) -> None:
         await _checked(pilot, screen)  # the doctor runs again after the fix
         _row(screen, "install_credentials").query_one(Button).press()
         await shown(pilot, CredentialsModal)
+
+
+async def test_warnings_show_with_their_fix_and_unknown_actions_get_no_button() -> None:
+    # The real doctor reports `warn` (enroot credentials missing on a Pyxis cluster without an
+    # NGC key) and actions the screen has no button for (edit_profile): both used to crash it.
+    checks = [
+        preflight.result(
+            "enroot_credentials",
+            CheckStatus.WARN,
+            "~/.config/enroot/.credentials is missing; only public images will pull.",
+            "Install your NGC key.",
+            FixAction.INSTALL_CREDENTIALS,
+        ),
+        preflight.result(
+            "results_dir",
+            CheckStatus.FAIL,
+            "/lustre/x is not writable.",
+            "Pick another base_results_dir.",
+            FixAction.EDIT_PROFILE,
+        ),
+    ]
+    app = build_app(FakeBackend(checks=checks))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)
+        warn = _row(screen, "install_credentials")
+        assert warn.has_class("-warn")
+        assert "!" in str(warn.query(".glyph").first().render())
+        assert warn.query(".fix") and warn.query(Button)
+        edit = _row(screen, "edit_profile")
+        assert edit.query(".fix") and not edit.query(Button)

@@ -13,15 +13,14 @@ import pytest
 from tao_slurm_tui.cli import main
 from tao_slurm_tui.config import (
     Config,
-    ConfigError,
-    Profile,
     Settings,
-    apply_env,
     config_path,
     load_settings,
     save_settings,
     state_db_path,
 )
+from tao_slurm_tui.core.profile import Profile, apply_env
+from tao_slurm_tui.errors import ConfigError
 
 GOOD = """
 default_profile = "sandbox"

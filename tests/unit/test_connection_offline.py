@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.connection import (
     CommandResult,
     ConnectError,

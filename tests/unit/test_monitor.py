@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.slurm import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
 from tao_slurm_tui.remote.connection import CommandResult
 from tao_slurm_tui.services.monitor import UNSETTLED_SECONDS, UNSETTLED_TICKS, Monitor

@@ -13,7 +13,7 @@ from typing import Any
 import asyncssh
 import pytest
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.authprobe import probe_login
 from tao_slurm_tui.remote.hostkeys import known_hosts_line
 from tao_slurm_tui.services import sshsetup

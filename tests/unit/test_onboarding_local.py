@@ -10,8 +10,8 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.preflight import CheckStatus, FixAction
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.authprobe import looks_like_second_factor
 from tao_slurm_tui.services import credentials, sshsetup

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tao_slurm_tui.config import Profile
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import (
     SINGLE_NODE_UNSET,
     export_lines,

@@ -83,3 +83,27 @@ def test_time_above_partition_limit_exits_2(
 def test_missing_spec_file_exits_2(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--config", str(config), "render", "/nonexistent/spec.toml"]) == 2
     assert "no such spec file" in capsys.readouterr().err
+
+
+def test_environment_overrides_reach_render(
+    config: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # SLURM_TIME_HOURS / SLURM_USE_REQUEUE are the defaults of a spec that leaves them out, for
+    # the CLI as for the composer (they used to be ignored by render and submit).
+    spec = tmp_path / "short.toml"
+    spec.write_text('name = "env-test"\nimage = "ubuntu:22.04"\ncommand = "true"\n', "utf-8")
+    monkeypatch.setenv("SLURM_TIME_HOURS", "2")
+    monkeypatch.setenv("SLURM_USE_REQUEUE", "false")
+    assert main(["--config", str(config), "render", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "#SBATCH --time=02:00:00" in out
+    assert "--requeue" not in out
+    assert "timeout 114m " in out  # 0.95 x 2 h, the derived command timeout
+    monkeypatch.delenv("SLURM_USE_REQUEUE")
+    spec.write_text(spec.read_text("utf-8") + "time_hours = 1.0\n", "utf-8")
+    assert main(["--config", str(config), "render", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "#SBATCH --time=01:00:00" in out and "#SBATCH --requeue" in out

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.images import parse_image
 from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec import JobSpec
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import CommandTimeout, ConnectionLost

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.partitions import PACKAGED_LIMITS
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.errors import OperationFailed
 from tao_slurm_tui.services import partitions
 

@@ -1,0 +1,171 @@
+"""A cluster profile (the model) and the platform's environment overrides.
+
+Pure: :mod:`tao_slurm_tui.config` reads and writes the file that holds profiles; this module only
+says what a profile is. :func:`apply_env` is the one place the platform's environment variables
+(``SLURM_USER``, ``SLURM_TIME_HOURS``, ...) override a profile, for every front (the caller passes
+the environment in).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tao_slurm_tui.errors import ConfigError
+
+NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
+"""A profile name or a job id: 1-64 letters, digits, ``.``, ``_``, ``-``."""
+
+NAME_RE = re.compile(rf"^{NAME_PATTERN}$")
+""":data:`NAME_PATTERN` anchored."""
+
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+"""known_hosts file used when the profile does not name one."""
+
+#: The packaged default partition list of the platform: all are 4-hour queues.
+DEFAULT_PARTITIONS = "polar,polar3,polar4,grizzly"
+
+#: Where results go when the profile does not say (the platform's convention).
+DEFAULT_RESULTS_TEMPLATE = "/lustre/fsw/portfolios/edgeai/users/{user}"
+
+
+class Profile(BaseModel):
+    """One SLURM cluster reached over SSH."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    user: str = ""
+    """SSH user name on the login hosts (``SLURM_USER``)."""
+    hostnames: list[str] = Field(default_factory=list)
+    """Login hosts, tried in this order on connect failure (``SLURM_HOSTNAME``, comma list)."""
+    port: int = Field(default=22, ge=1, le=65535)
+    """SSH port of the login hosts."""
+    ssh_key_path: str = ""
+    """Private key for key-only login (``SSH_KEY_PATH``); empty: ``~/.ssh`` keys and the agent."""
+    known_hosts: str = ""
+    """known_hosts file to verify host keys against; empty: ``~/.ssh/known_hosts``."""
+    use_ssh_config: bool = True
+    """Read ``~/.ssh/config`` (Host aliases, Port, User, IdentityFile)."""
+    partition: str = DEFAULT_PARTITIONS
+    """Partition(s) for GPU jobs, comma separated (``SLURM_PARTITION``)."""
+    account: str = ""
+    """Account charged by ``#SBATCH --account`` (``SLURM_ACCOUNT``); empty: none."""
+    base_results_dir: str = ""
+    """Shared-filesystem root for job files and results (``SLURM_BASE_RESULTS_DIR``)."""
+    container_runtime: Literal["pyxis", "none"] = "pyxis"
+    """``pyxis`` runs ``srun --container-image``; ``none`` runs the command on bare metal."""
+    time_hours: float = Field(default=4.0, gt=0)
+    """Default wall time of a job in hours (``SLURM_TIME_HOURS``)."""
+    timeout_hours: float = Field(default=3.8, gt=0)
+    """Default time the container command may run before it is stopped (``SLURM_TIMEOUT_HOURS``)."""
+    use_requeue: bool = True
+    """``#SBATCH --requeue`` by default (``SLURM_USE_REQUEUE``)."""
+    max_gpus_per_node: int = Field(default=8, ge=1)
+    """GPUs of one node; asking for this many or more makes the request exclusive nodes."""
+    max_cpus_per_task: int = Field(default=128, ge=1)
+    """Cap for ``cpus_per_task x num_gpus`` on a single node."""
+    sqsh_cache_dir: str = ""
+    """Where converted SQSH images are cached; empty: ``<base_results_dir>/sqsh``."""
+    conversion_partition: str = ""
+    """Partition of the SQSH conversion job; empty: the first of ``partition``."""
+    require_sqsh: bool = False
+    """Stop instead of falling back to the registry image when a conversion fails."""
+    force_reconvert_latest: bool = False
+    """Convert ``:latest`` images again instead of reusing the cached SQSH."""
+    connect_timeout: float = Field(default=10.0, gt=0)
+    """Seconds to wait for one login host before trying the next."""
+    command_timeout: float = Field(default=60.0, gt=0)
+    """Default seconds a remote command may take."""
+
+    @field_validator("hostnames", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @property
+    def partitions(self) -> list[str]:
+        """The configured partitions as a list."""
+        return [p.strip() for p in self.partition.split(",") if p.strip()]
+
+    @property
+    def results_root(self) -> str:
+        """``base_results_dir`` or the platform's per-user default."""
+        if self.base_results_dir:
+            return self.base_results_dir.rstrip("/") or "/"
+        return DEFAULT_RESULTS_TEMPLATE.format(user=self.user or "USER")
+
+    @property
+    def known_hosts_path(self) -> Path:
+        """The known_hosts file the host keys are checked against (``~`` expanded)."""
+        return Path(self.known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
+
+    def missing_required(self) -> list[str]:
+        """Names of required fields that are empty (user, hostnames, partition)."""
+        missing = []
+        if not self.user:
+            missing.append("user")
+        if not self.hostnames:
+            missing.append("hostnames")
+        if not self.partitions:
+            missing.append("partition")
+        return missing
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+ENV_OVERRIDES: dict[str, str] = {
+    "SLURM_USER": "user",
+    "SLURM_HOSTNAME": "hostnames",
+    "SLURM_PARTITION": "partition",
+    "SSH_KEY_PATH": "ssh_key_path",
+    "SLURM_BASE_RESULTS_DIR": "base_results_dir",
+    "SLURM_ACCOUNT": "account",
+    "SLURM_TIME_HOURS": "time_hours",
+    "SLURM_TIMEOUT_HOURS": "timeout_hours",
+    "SLURM_USE_REQUEUE": "use_requeue",
+}
+"""Platform environment variable → profile field it overrides."""
+
+
+def apply_env(profile: Profile, environ: Mapping[str, str]) -> Profile:
+    """Return a copy of ``profile`` with the platform's environment variables applied.
+
+    The one place environment overrides are applied (the application layer opens every
+    profile through :meth:`tao_slurm_tui.config.Config.profile`, which calls this).
+
+    Raises:
+        ConfigError: a variable holds a value the field cannot take.
+    """
+    env = environ
+    updates: dict[str, Any] = {}
+    for var, field in ENV_OVERRIDES.items():
+        value = env.get(var)
+        if value is None or value == "":
+            continue
+        if field == "use_requeue":
+            low = value.strip().lower()
+            if low not in _TRUE | _FALSE:
+                raise ConfigError(
+                    f"environment variable {var}={value!r} is not a boolean; use true or false."
+                )
+            updates[field] = low in _TRUE
+        else:
+            updates[field] = value
+    if not updates:
+        return profile
+    try:
+        return Profile.model_validate({**profile.model_dump(), **updates})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "?"
+        var = next((v for v, f in ENV_OVERRIDES.items() if f == field), field)
+        raise ConfigError(
+            f"environment variable {var} is invalid: {first['msg']} (got {env.get(var)!r})."
+        ) from None
