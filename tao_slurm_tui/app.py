@@ -12,29 +12,26 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App
-from textual.binding import Binding
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
-from tao_slurm_tui.config import Settings
+from tao_slurm_tui.config import Config, Settings
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
-from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
 from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.session import BackendFactory, backend_factory
 from tao_slurm_tui.widgets.theme import TAO_DARK
 
 if TYPE_CHECKING:
-    from tao_slurm_tui.commands.context import CliContext
+    from tao_slurm_tui.screens.queue import QueueScreen
 
 log = logging.getLogger(__name__)
 
 STYLESHEETS = ("app", "queue", "composer", "logs", "onboarding", "modals", "help")
 """One .tcss per screen (every rule prefixed by the screen's class)."""
-
-BackendFactory = Callable[[str], Backend]
-"""Builds the back end of a profile by name (for 'switch profile')."""
 
 
 class TaoSlurmApp(App[None]):
@@ -43,12 +40,7 @@ class TaoSlurmApp(App[None]):
     TITLE = "tao-slurm-tui"
     CSS_PATH = [str(styles_dir() / f"{name}.tcss") for name in STYLESHEETS]
     COMMANDS = App.COMMANDS | {TaoCommands}
-    BINDINGS = [
-        Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("n", "new_job", "New job", id="app.new_job"),
-        Binding("d", "doctor", "Set-up", id="app.doctor"),
-        Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit"),
-    ]
+    BINDINGS = APP_BINDINGS
 
     def __init__(
         self,
@@ -77,6 +69,8 @@ class TaoSlurmApp(App[None]):
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
         self.backend_factory = backend_factory
         self.initial_spec = initial_spec
+        self.home: QueueScreen | None = None
+        """The queue (the home screen at the bottom of the stack)."""
         self.register_theme(TAO_DARK)
         self.theme = settings.theme if settings.theme in self.available_themes else TAO_DARK.name
 
@@ -98,9 +92,10 @@ class TaoSlurmApp(App[None]):
 
         if self.ctx.settings.keys:
             self.set_keymap(self.ctx.settings.keys)
-        self.push_screen(QueueScreen(self.ctx))
+        self.home = QueueScreen(self.ctx)
+        self.push_screen(self.home)
         if self.initial_spec is not None:
-            self.push_screen(ComposerScreen(self.ctx, self.initial_spec))
+            self.push_screen(ComposerScreen(self.ctx, self.initial_spec), self.home.submitted)
         if self.backend.profile.missing_required():
             self.push_screen(OnboardingScreen(self.ctx))
 
@@ -149,7 +144,11 @@ class TaoSlurmApp(App[None]):
         from tao_slurm_tui.screens.composer import ComposerScreen
 
         if not isinstance(self.screen, ComposerScreen):
-            self.push_screen(ComposerScreen(self.ctx))
+            self.push_screen(ComposerScreen(self.ctx), self._submitted)
+
+    def _submitted(self, job_id: str | None) -> None:
+        if self.home is not None:
+            self.home.submitted(job_id)
 
     def action_doctor(self) -> None:
         """Open the set-up screen (profile + doctor)."""
@@ -187,7 +186,8 @@ class TaoSlurmApp(App[None]):
         self.run_worker(old.close(), group="close", exit_on_error=False)
         while len(self.screen_stack) > 1:
             self.pop_screen()
-        self.push_screen(QueueScreen(self.ctx))
+        self.home = QueueScreen(self.ctx)
+        self.push_screen(self.home)
         self.notify(f"Profile '{name}' is active.")
 
     async def action_quit(self) -> None:
@@ -225,34 +225,20 @@ def make_app(
     )
 
 
-def run_app(ctx: CliContext, *, spec: dict[str, Any] | None = None) -> int:
-    """Open the TUI for the CLI context's profile.
+def run_app(
+    config: Config, profile: str | None = None, *, spec: dict[str, Any] | None = None
+) -> int:
+    """Open the TUI on profile ``profile`` (None: the default one).
 
     ``TAO_SLURM_TUI_DEMO=1`` runs it on the deterministic fake back end (no cluster needed).
 
     Args:
-        ctx: The CLI's config and profile choice.
+        config: The loaded config file.
+        profile: ``--profile NAME`` if given.
         spec: A spec dict to open in the composer at start (``--spec``).
     """
-    import os
-
-    settings = ctx.config.settings
-    factory: BackendFactory
-    if os.environ.get("TAO_SLURM_TUI_DEMO") == "1":
-        from tao_slurm_tui.services.fake import FakeBackend
-
-        def factory(name: str) -> Backend:
-            return FakeBackend(profile_name=name)
-
-    else:
-        # The real back end lives in services/cluster.py (services + the one SSH connection).
-        from tao_slurm_tui.services.cluster import ClusterBackend
-
-        def factory(name: str) -> Backend:
-            backend: Backend = ClusterBackend(ctx.config, name)
-            return backend
-
+    factory = backend_factory(config)
     make_app(
-        factory(ctx.profile_name), settings=settings, backend_factory=factory, initial_spec=spec
+        factory(profile), settings=config.settings, backend_factory=factory, initial_spec=spec
     ).run()
     return 0

@@ -67,7 +67,7 @@ def _run_tui(ctx: CliContext, spec_path: str | None = None) -> int:
 
         # Checked before the screen opens: a bad file is one sentence and exit 2 (BadInput).
         spec = load_spec(spec_path).model_dump(mode="json")
-    return run_app(ctx, spec=spec)
+    return run_app(ctx.config, ctx.profile_override, spec=spec)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

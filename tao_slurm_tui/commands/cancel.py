@@ -6,31 +6,14 @@ A job SLURM no longer knows, or one that already finished, counts as success.
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import state_db_path
-from tao_slurm_tui.core.models import JobRecord, TaoStatus
-from tao_slurm_tui.remote.connection import Connection
-from tao_slurm_tui.services.monitor import Monitor, ensure_job
-from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.core.models import TaoStatus
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``cancel``."""
     parser.add_argument("id", metavar="ID", help="the job to cancel")
-
-
-async def _cancel(args: argparse.Namespace, ctx: CliContext) -> JobRecord:
-    store = JobStore(state_db_path())
-    conn = Connection(ctx.profile)
-    try:
-        ensure_job(store, ctx.profile_name, args.id)
-        monitor = Monitor(conn, store, ctx.profile_name, ctx.profile)
-        return await monitor.cancel(args.id)
-    finally:
-        store.close()
-        await conn.close()
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -40,7 +23,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         BadInput: no job has this id.
         OperationFailed: SLURM refused, or the cluster could not be reached.
     """
-    job = asyncio.run(_cancel(args, ctx))
+    job = ctx.run(lambda backend: backend.cancel(args.id))
     if job.status is TaoStatus.CANCELED:
         ctx.out(f"{job.id} canceled.")
     else:

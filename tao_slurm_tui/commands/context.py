@@ -1,14 +1,19 @@
-"""What every CLI verb gets: the loaded config, the chosen profile and the output streams."""
+"""What every CLI verb gets: the loaded config, the application layer and the output streams."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from tao_slurm_tui.config import Config
-from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.session import open_backend
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -28,16 +33,29 @@ class CliContext:
         """The config file, loaded on first use (raises ConfigError if broken)."""
         return Config.load(self.config_override)
 
-    @property
-    def profile_name(self) -> str:
-        """Name of the selected profile."""
-        return self.config.profile_name(self.profile_override)
-
     @cached_property
-    def profile(self) -> Profile:
-        """The selected profile with environment overrides applied."""
-        return self.config.profile(self.profile_override)
+    def backend(self) -> Backend:
+        """The application layer of the selected profile, opened once (nothing connects yet).
+
+        ``TAO_SLURM_TUI_DEMO=1`` gives the deterministic fake back end, as for the TUI.
+        """
+        return open_backend(self.config, self.profile_override)
+
+    def run(self, work: Callable[[Backend], Awaitable[T]]) -> T:
+        """Run ``work(backend)`` on an event loop, closing the back end afterwards."""
+
+        async def main() -> T:
+            try:
+                return await work(self.backend)
+            finally:
+                await self.backend.close()
+
+        return asyncio.run(main())
 
     def out(self, text: str = "") -> None:
         """Print a line to stdout."""
         print(text, file=self.stdout)
+
+    def err(self, text: str) -> None:
+        """Print ``tao-slurm-tui: text`` to stderr."""
+        print(f"tao-slurm-tui: {text}", file=self.stderr)

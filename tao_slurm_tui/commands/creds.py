@@ -8,20 +8,11 @@ of the machine in ``ps``).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.secrets import CREDENTIALS_PATH, Secret, validate_ngc_key
 from tao_slurm_tui.errors import BadInput, OperationFailed
-from tao_slurm_tui.remote.connection import Connection
-from tao_slurm_tui.services.credentials import (
-    CREDENTIALS_PATH,
-    Secret,
-    credentials_present,
-    install_ngc_credentials,
-    validate_ngc_key,
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,17 +43,6 @@ def _read_key(ctx: CliContext) -> Secret:
     return validate_ngc_key(data)
 
 
-async def _install(profile: Profile, secret: Secret) -> str:
-    async with Connection(profile) as conn:
-        await install_ngc_credentials(conn, secret)
-        return conn.host or ""
-
-
-async def _check(profile: Profile) -> tuple[bool, str]:
-    async with Connection(profile) as conn:
-        return await credentials_present(conn), conn.host or ""
-
-
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run ``creds install`` or ``creds check``."""
     if getattr(args, "stray", None):
@@ -71,16 +51,15 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             "'ps' and your shell history): pipe the key on stdin or type it at the hidden "
             "prompt, and rotate it on ngc.nvidia.com if it was a real key."
         )
-    profile = ctx.profile
     if args.creds_verb == "install":
         secret = _read_key(ctx)
         try:
-            host = asyncio.run(_install(profile, secret))
+            host = ctx.run(lambda backend: backend.install_credentials(secret))
         finally:
             secret.clear()
         ctx.out(f"Installed the NGC key into {CREDENTIALS_PATH} on {host} (mode 0600).")
         return 0
-    present, host = asyncio.run(_check(profile))
+    present, host = ctx.run(lambda backend: backend.credentials_present())
     if present:
         ctx.out(f"{CREDENTIALS_PATH} is present on {host}.")
         return 0

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.core.preflight import CheckStatus
-from tao_slurm_tui.services.onboarding import DoctorReport, run_doctor
+from tao_slurm_tui.core.preflight import CheckStatus, DoctorReport
 
 _MARK = {
     CheckStatus.PASS: "ok  ",
@@ -45,9 +43,7 @@ def format_report(report: DoctorReport) -> str:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     """Run ``doctor``: exit 0 only when no check failed."""
-    report = asyncio.run(
-        run_doctor(ctx.profile, profile_name=ctx.profile_name, spec_path=args.spec)
-    )
+    report = ctx.run(lambda backend: backend.doctor(args.spec))
     if args.json:
         ctx.out(json.dumps(report.to_json(), indent=2))
     else:

@@ -9,18 +9,11 @@ ticks every ``poll_interval`` seconds meanwhile, so states and retries stay curr
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import state_db_path
-from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import BadInput, TaoError
-from tao_slurm_tui.remote.connection import Connection
-from tao_slurm_tui.services.logs import LogStream, LogTailer, read_whole, tail
-from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor, ensure_job
-from tao_slurm_tui.services.store import JobStore
-from tao_slurm_tui.services.submit import Submitter
+from tao_slurm_tui.services.backend import Backend, LogStreamName
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,80 +24,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
 
 
-async def _logs(args: argparse.Namespace, ctx: CliContext) -> int:
-    stream: LogStream = "err" if args.err else "out"
+async def _logs(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> int:
+    stream: LogStreamName = "err" if args.err else "out"
     name = "main.err" if args.err else "main.out"
     if args.tail is not None and args.tail < 0:
         raise BadInput("--tail must be zero or a positive number of lines.")
-    store = JobStore(state_db_path())
-    conn = Connection(ctx.profile)
-    try:
-        job = ensure_job(store, ctx.profile_name, args.id)
-        if not job.attempts:
-            print(f"tao-slurm-tui: {job.id} has not been submitted yet.", file=ctx.stderr)
-            return 0
-        out = ctx.stdout
-        if args.tail is not None and not args.follow:
-            lines = await tail(conn, job, stream, args.tail)
-            if lines is None:
-                print(f"tao-slurm-tui: {name} of {job.id} does not exist yet.", file=ctx.stderr)
-                return 0
-            for line in lines:
-                out.write(line + "\n")
-            return 0
-        if not args.follow:
-            async for chunk in read_whole(conn, job, stream):
-                out.write("\n".join(chunk) + "\n")
-            return 0
-        return await _follow(args, ctx, conn, store, job, stream)
-    finally:
-        store.close()
-        await conn.close()
-
-
-async def _follow(
-    args: argparse.Namespace,
-    ctx: CliContext,
-    conn: Connection,
-    store: JobStore,
-    job: JobRecord,
-    stream: LogStream,
-) -> int:
-    submitter = Submitter(conn, store, ctx.profile_name, ctx.profile)
-    monitor = Monitor(conn, store, ctx.profile_name, ctx.profile, resubmit=submitter.resubmit)
-    tailer = LogTailer(conn, job, stream, from_attempt=None)
-    if args.tail is not None:
-        # Print the last N lines, then follow from the size measured first: a line written in
-        # between may show twice, but none is lost.
-        size = await _file_size(conn, tailer.path)
-        lines = await tail(conn, job, stream, args.tail)
-        for line in lines or []:
-            ctx.stdout.write(line + "\n")
-        tailer.skip_to(size if lines is not None else 0)
-
-    async def refresh() -> JobRecord:
-        try:
-            await monitor.tick()
-        except TaoError as exc:
-            print(f"tao-slurm-tui: could not refresh the job state ({exc}).", file=ctx.stderr)
-        return ensure_job(store, ctx.profile_name, job.id)
-
-    interval = max(MIN_INTERVAL, ctx.config.settings.poll_interval)
-    async for batch in tailer.follow(refresh=refresh, refresh_every=interval):
-        if batch.separator:
-            ctx.stdout.write(f"──── {batch.separator} ────\n")
-        if batch.lines:
-            ctx.stdout.write("\n".join(batch.lines) + "\n")
-        ctx.stdout.flush()
-    return 0
-
-
-async def _file_size(conn: Connection, path: str | None) -> int:
-    if path is None:
+    job = await backend.job_detail(args.id)
+    if not job.attempts:
+        ctx.err(f"{job.id} has not been submitted yet.")
         return 0
-    result = await conn.run(["stat", "-c", "%s", "--", path])
-    text = result.stdout.strip()
-    return int(text) if result.ok and text.isdigit() else 0
+    out = ctx.stdout
+    if args.follow:
+
+        def refresh_failed(exc: TaoError) -> None:
+            ctx.err(f"could not refresh the job state ({exc}).")
+
+        follow = backend.follow_logs(
+            job.id,
+            stream,
+            latest_only=True,
+            tail_lines=args.tail,
+            on_refresh_error=refresh_failed,
+        )
+        async for batch in follow:
+            if batch.separator:
+                out.write(f"──── {batch.separator} ────\n")
+            if batch.lines:
+                out.write("\n".join(batch.lines) + "\n")
+            out.flush()
+        return 0
+    if args.tail is not None:
+        lines = await backend.tail_log(job.id, stream, args.tail)
+        if lines is None:
+            ctx.err(f"{name} of {job.id} does not exist yet.")
+            return 0
+        for line in lines:
+            out.write(line + "\n")
+        return 0
+    async for chunk in backend.read_log(job.id, stream):
+        out.write("\n".join(chunk) + "\n")
+    return 0
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -115,7 +74,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         OperationFailed: the cluster could not be reached.
     """
     try:
-        return asyncio.run(_logs(args, ctx))
+        return ctx.run(lambda backend: _logs(args, ctx, backend))
     except BrokenPipeError:
         # `logs ID | head` closes the pipe early: not an error.
         sys.stderr.close()

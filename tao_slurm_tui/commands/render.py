@@ -1,7 +1,8 @@
 """``tao-slurm-tui render SPEC.toml``: print the batch script of a spec, with no network.
 
-Partition limits come from the packaged list; partition/account fallbacks, the container
-runtime and the results root come from the selected profile. A bad spec exits 2 naming the
+Partition limits come from the cached (or packaged) list; partition/account fallbacks, the wall
+time, timeout and requeue defaults, the container runtime and the results root come from the
+selected profile. A bad spec exits 2 naming the
 field.
 """
 
@@ -10,8 +11,7 @@ from __future__ import annotations
 import argparse
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
-from tao_slurm_tui.core.spec import load_spec, spec_for_profile
+from tao_slurm_tui.core.spec import load_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,5 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         BadInput: the spec is missing, not TOML, invalid, or asks for more than its partition
             allows.
     """
-    spec = spec_for_profile(load_spec(args.spec), ctx.profile)
-    text = render_entrypoint(spec) if args.entrypoint else render_sbatch(spec, ctx.profile)
-    ctx.stdout.write(text)
+    ctx.stdout.write(ctx.backend.render(load_spec(args.spec), entrypoint=args.entrypoint))
     return 0

@@ -14,13 +14,10 @@ import asyncio
 import json
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import state_db_path
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
-from tao_slurm_tui.remote.connection import Connection
-from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor, ensure_job
-from tao_slurm_tui.services.store import JobStore
-from tao_slurm_tui.services.submit import Submitter
+from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.monitor import MIN_INTERVAL
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,46 +64,33 @@ def format_table(jobs: list[JobRecord]) -> str:
     ).rstrip()
 
 
-async def _status(args: argparse.Namespace, ctx: CliContext) -> int:
-    profile = ctx.profile
-    name = ctx.profile_name
-    store = JobStore(state_db_path())
-    conn = Connection(profile)
-    try:
+async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> int:
+    if args.id:
+        await backend.job_detail(args.id)  # an unknown id is bad input (exit 2)
+    interval = max(MIN_INTERVAL, backend.poll_interval)
+    last = ""
+    while True:
+        error = ""
+        try:
+            jobs = await backend.refresh(connect=False)
+        except TaoError as exc:
+            error = str(exc)
+            jobs = backend.jobs()
+        jobs = list(reversed(jobs))  # oldest first, like the store
         if args.id:
-            ensure_job(store, name, args.id)
-        submitter = Submitter(conn, store, name, profile)
-        monitor = Monitor(conn, store, name, profile, resubmit=submitter.resubmit)
-        interval = max(MIN_INTERVAL, ctx.config.settings.poll_interval)
-        last = ""
-        while True:
-            error = ""
-            try:
-                await monitor.tick()
-            except TaoError as exc:
-                error = str(exc)
-            jobs = store.list_jobs(name)
-            if args.id:
-                jobs = [j for j in jobs if j.id == args.id]
-            text = json.dumps([j.status_json() for j in jobs]) if args.json else format_table(jobs)
-            if text != last or not args.watch:
-                ctx.out(text)
-                ctx.stdout.flush()
-                last = text
-            if error:
-                print(
-                    f"tao-slurm-tui: could not refresh from the cluster ({error}); "
-                    "showing the last known state.",
-                    file=ctx.stderr,
-                )
-                if not args.watch:
-                    return 1
-            if not args.watch or all(j.status.terminal for j in jobs):
-                return 0
-            await asyncio.sleep(interval)
-    finally:
-        store.close()
-        await conn.close()
+            jobs = [j for j in jobs if j.id == args.id]
+        text = json.dumps([j.status_json() for j in jobs]) if args.json else format_table(jobs)
+        if text != last or not args.watch:
+            ctx.out(text)
+            ctx.stdout.flush()
+            last = text
+        if error:
+            ctx.err(f"could not refresh from the cluster ({error}); showing the last known state.")
+            if not args.watch:
+                return 1
+        if not args.watch or all(j.status.terminal for j in jobs):
+            return 0
+        await asyncio.sleep(interval)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -115,4 +99,4 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     Raises:
         BadInput: no job has the given id.
     """
-    return asyncio.run(_status(args, ctx))
+    return ctx.run(lambda backend: _status(args, ctx, backend))

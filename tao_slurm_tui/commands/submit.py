@@ -9,16 +9,12 @@ partition's real MaxTime), prints the batch script and stages nothing. Exit code
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import state_db_path
-from tao_slurm_tui.core.spec import load_spec, spec_for_profile
-from tao_slurm_tui.errors import BadInput
-from tao_slurm_tui.remote.connection import Connection
-from tao_slurm_tui.services.store import JobStore
-from tao_slurm_tui.services.submit import SubmitResult, Submitter
+from tao_slurm_tui.core.models import SubmitResult
+from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.services.backend import Backend, SubmitStage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,27 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def _submit(args: argparse.Namespace, ctx: CliContext) -> SubmitResult:
-    profile = ctx.profile
-    spec = spec_for_profile(load_spec(args.spec), profile)
-    missing = profile.missing_required()
-    if missing:
-        raise BadInput(
-            f"profile '{ctx.profile_name}' has no {', '.join(missing)}; set it in the config "
-            "file (or the SLURM_* environment variables) or run the onboarding screen."
-        )
+async def _submit(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> SubmitResult:
+    spec = load_spec(args.spec)
 
-    def progress(stage: str, detail: str) -> None:
+    def progress(stage: SubmitStage, detail: str) -> None:
         print(f"[{stage}] {detail}", file=ctx.stderr, flush=True)
 
-    conn = Connection(profile)
-    store = JobStore(state_db_path())
-    try:
-        submitter = Submitter(conn, store, ctx.profile_name, profile)
-        return await submitter.submit(spec, dry_run=args.dry_run, on_progress=progress)
-    finally:
-        store.close()
-        await conn.close()
+    return await backend.submit(spec, progress, dry_run=args.dry_run)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -66,7 +48,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         BadInput: invalid spec, wall time above MaxTime, missing input paths, name taken.
         OperationFailed: SLURM refused the job, or the cluster could not be reached.
     """
-    result = asyncio.run(_submit(args, ctx))
+    result = ctx.run(lambda backend: _submit(args, ctx, backend))
     for warning in result.warnings:
         print(f"tao-slurm-tui: warning: {warning}", file=ctx.stderr)
     if result.dry_run:

@@ -186,3 +186,31 @@ class HostKeyInfo:
     """``SHA256:...`` exactly as ``ssh-keygen -lf`` prints it."""
     public_key: str
     """The key as one OpenSSH line, ``TYPE BASE64`` (no comment)."""
+
+
+@dataclass
+class SubmitResult:
+    """Outcome of a submission (or of a dry run)."""
+
+    id: str
+    """Stable job id (the spec's name)."""
+    slurm_job_id: str
+    """SLURM id ('' for a dry run)."""
+    job_dir: str
+    """The job's remote root (``base_results_dir``, holding specs/, sbatch/, slurm-logs/, ...)."""
+    warnings: list[str] = field(default_factory=list)
+    """Sentences for the user (SQSH fallback notice, recovered submission, ...)."""
+    script: str = ""
+    """The rendered batch script."""
+    dry_run: bool = False
+    """Nothing was staged or submitted."""
+    sqsh_job_id: str = ""
+    """SLURM id of the SQSH conversion job waited for, if any."""
+    login_host: str = ""
+    """Login host that accepted the job."""
+    adopted: bool = False
+    """The SLURM job was found by name after a lost connection instead of confirmed by sbatch."""
+
+    def to_json(self) -> dict[str, str]:
+        """The ``submit --json`` contract: id, slurm_job_id, job_dir."""
+        return {"id": self.id, "slurm_job_id": self.slurm_job_id, "job_dir": self.job_dir}

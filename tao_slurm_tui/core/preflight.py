@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from tao_slurm_tui.core.quoting import home_path, quote
+from tao_slurm_tui.core.secrets import CREDENTIALS_PATH
 
 
 class CheckStatus(StrEnum):
@@ -84,6 +85,31 @@ class CheckResult:
         }
 
 
+@dataclass
+class DoctorReport:
+    """Every check's result, in order."""
+
+    results: list[CheckResult] = field(default_factory=list)
+    """The results in the order they ran."""
+    host: str | None = None
+    """The login host the remote checks ran on (None when no login worked)."""
+    remediation: str = ""
+    """The platform's manual SSH set-up prompt, filled in, when no key-only login worked."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no check failed (``warn`` and ``skip`` are fine)."""
+        return not any(r.failed for r in self.results)
+
+    def get(self, check: str) -> CheckResult | None:
+        """The result of the check with id ``check``."""
+        return next((r for r in self.results if r.check == check), None)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The ``doctor --json`` list: ``{"check","status","detail","fix", ...}`` per check."""
+        return [r.to_json() for r in self.results]
+
+
 #: Check id → title, in the order the doctor runs and reports them.
 CHECKS: dict[str, str] = {
     "profile": "Profile complete",
@@ -104,9 +130,6 @@ SLURM_TOOLS = ("squeue", "sbatch", "sacct", "scancel")
 
 MARK = "@@tao-doctor"
 """Prefix of the section markers in the probe output."""
-
-ENROOT_CREDENTIALS = "~/.config/enroot/.credentials"
-"""Where enroot (and Pyxis) read registry credentials on the cluster."""
 
 
 def result(
@@ -502,13 +525,13 @@ def evaluate_credentials(
         return skipped("enroot_credentials", "no answer from the login host")
     present = bool(section.lines) and section.lines[0] == "present"
     if present:
-        return result("enroot_credentials", CheckStatus.PASS, f"{ENROOT_CREDENTIALS} is present")
+        return result("enroot_credentials", CheckStatus.PASS, f"{CREDENTIALS_PATH} is present")
     fix = "Install your NGC key: tao-slurm-tui creds install (or the onboarding screen)."
     if runtime == "none" and not private_image:
         return result(
             "enroot_credentials",
             CheckStatus.SKIP,
-            f"{ENROOT_CREDENTIALS} missing; not needed with container_runtime = none",
+            f"{CREDENTIALS_PATH} missing; not needed with container_runtime = none",
             fix,
             FixAction.INSTALL_CREDENTIALS,
         )
@@ -516,14 +539,14 @@ def evaluate_credentials(
         return result(
             "enroot_credentials",
             CheckStatus.FAIL,
-            f"{ENROOT_CREDENTIALS} missing and the spec's image is private",
+            f"{CREDENTIALS_PATH} missing and the spec's image is private",
             fix,
             FixAction.INSTALL_CREDENTIALS,
         )
     return result(
         "enroot_credentials",
         CheckStatus.WARN,
-        f"{ENROOT_CREDENTIALS} missing; only public images will pull",
+        f"{CREDENTIALS_PATH} missing; only public images will pull",
         fix,
         FixAction.INSTALL_CREDENTIALS,
     )

@@ -519,3 +519,40 @@ def load_spec(path: str | Path) -> JobSpec:
     except UnicodeDecodeError:
         raise BadInput(f"{file}: the spec file is not UTF-8 text.") from None
     return parse_spec_text(text, source=str(file))
+
+
+DEFAULT_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
+"""Image a new job starts from (the composer's default and its placeholder)."""
+
+
+def default_spec(profile: Profile, *, name: str = "") -> dict[str, Any]:
+    """A new job with the profile's defaults (the composer's empty form)."""
+    return {
+        "name": name,
+        "image": DEFAULT_IMAGE,
+        "command": "",
+        "num_nodes": 1,
+        "num_gpus": 4,
+        "cpus_per_task": 16,
+        "time_hours": profile.time_hours,
+        "timeout_hours": profile.timeout_hours,
+        "partition": profile.partitions[0] if profile.partitions else "",
+        "account": profile.account,
+        "container_mounts": ["/lustre"],
+        "use_requeue": profile.use_requeue,
+        "use_sqsh": True,
+        "inputs": [],
+        "env": {},
+        "specs": {},
+    }
+
+
+def spec_for(spec: Mapping[str, Any] | JobSpec, profile: Profile) -> JobSpec:
+    """A spec (a dict as typed, or one loaded from a file) as it runs on ``profile``.
+
+    Raises:
+        BadInput: the spec is invalid (one sentence naming the field).
+    """
+    if isinstance(spec, JobSpec):
+        return spec_for_profile(spec, profile)
+    return validate_spec(with_profile_defaults(spec, profile))

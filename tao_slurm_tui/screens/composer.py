@@ -42,7 +42,7 @@ def spec_for_form(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, A
         return {**defaults, **data}
 
 
-class ComposerScreen(Screen[None]):
+class ComposerScreen(Screen[str | None]):
     """Every spec field, validated as you type, beside the sbatch it renders to."""
 
     BINDINGS = [
@@ -173,7 +173,7 @@ class ComposerScreen(Screen[None]):
         self.submit_button.disabled = True
         self.submit_spec(self.current_spec())
 
-    def _stage(self, stage: SubmitStage) -> None:
+    def _stage(self, stage: SubmitStage, detail: str = "") -> None:
         order = list(SubmitStage)
         index = order.index(stage)
         marks = [
@@ -201,12 +201,7 @@ class ComposerScreen(Screen[None]):
         self.notify(
             f"{job.id} submitted as SLURM job {job.slurm_job_id or '?'}.", title="Submitted"
         )
-        from tao_slurm_tui.screens.queue import QueueScreen
-
-        for screen in self.app.screen_stack:
-            if isinstance(screen, QueueScreen):
-                screen.select_job(job.id)  # the cursor waits for the job's row
-        self.app.pop_screen()
+        self.dismiss(job.id)  # whoever opened the composer puts the cursor on the new job
 
     # ------------------------------------------------------------------ files
     def action_load(self) -> None:

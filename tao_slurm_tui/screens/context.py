@@ -6,8 +6,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from textual.binding import Binding, BindingType
+
 from tao_slurm_tui.config import Settings
 from tao_slurm_tui.services.backend import Backend
+
+APP_BINDINGS: list[BindingType] = [
+    Binding("question_mark", "help", "Help", id="app.help"),
+    Binding("n", "new_job", "New job", id="app.new_job"),
+    Binding("d", "doctor", "Set-up", id="app.doctor"),
+    Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit"),
+]
+"""The app's own bindings, active on every screen (the help's "Everywhere" table)."""
 
 
 @dataclass

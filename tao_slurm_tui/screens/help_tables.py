@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from textual.binding import Binding, BindingType
 from textual.keys import format_key
 
+from tao_slurm_tui.screens.context import APP_BINDINGS
+
 
 @dataclass(frozen=True)
 class KeyRow:
@@ -41,7 +43,6 @@ def display_keys(keys: str) -> str:
 def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, list[KeyRow]]]:
     """Every screen's bindings as (title, rows), with the user's keymap applied."""
     # Imported here: the screens import this module for the help screen.
-    from tao_slurm_tui.app import TaoSlurmApp
     from tao_slurm_tui.screens.composer import ComposerScreen
     from tao_slurm_tui.screens.logs import LogsScreen
     from tao_slurm_tui.screens.onboarding import OnboardingScreen
@@ -51,7 +52,7 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
 
     keymap = keymap or {}
     groups: list[tuple[str, Sequence[BindingType]]] = [
-        ("Everywhere", TaoSlurmApp.BINDINGS),
+        ("Everywhere", APP_BINDINGS),
         ("Queue", [*QueueScreen.BINDINGS, *JobTable.BINDINGS]),
         ("Composer", ComposerScreen.BINDINGS),
         ("Logs", [*LogsScreen.BINDINGS, *LogView.BINDINGS]),

@@ -226,12 +226,12 @@ class OnboardingScreen(Screen[None]):
         """Run every check and show the list."""
         self.doctor_status.update("running…")
         try:
-            results = await self.ctx.backend.doctor()
+            report = await self.ctx.backend.doctor()
         except TaoError as error:
             self.doctor_status.update("could not run")
             self.notify(str(error), title="Doctor", severity="error")
             return
-        await self.show_results(results)
+        await self.show_results(report.results)
 
     async def show_results(self, results: list[CheckResult]) -> None:
         """Replace the check list with ``results``."""

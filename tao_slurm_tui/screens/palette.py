@@ -4,19 +4,45 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from tao_slurm_tui.app import TaoSlurmApp
+from tao_slurm_tui.services.backend import Backend
+
+
+class PaletteActions(Protocol):
+    """What the palette needs of the app (the app is above the screens: no import of it)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The active back end."""
+        ...
+
+    def action_new_job(self) -> None:
+        """Open the composer."""
+
+    def action_queue(self) -> None:
+        """Back to the queue."""
+
+    def action_logs(self) -> None:
+        """Logs of the selected job."""
+
+    def action_doctor(self) -> None:
+        """Open the set-up screen."""
+
+    def action_help(self) -> None:
+        """Show every key binding."""
+
+    def switch_profile(self, name: str) -> None:
+        """Use another profile."""
 
 
 class TaoCommands(Provider):
     """Offers the app's verbs and one 'switch profile' command per profile."""
 
     def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
-        app: TaoSlurmApp = self.app  # type: ignore[assignment]
+        app = cast(PaletteActions, self.app)
         commands: list[tuple[str, str, Callable[[], object]]] = [
             ("New job", "Open the composer with the profile's defaults", app.action_new_job),
             ("Queue", "Go to the job queue (home)", app.action_queue),

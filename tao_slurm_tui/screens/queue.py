@@ -14,8 +14,10 @@ from textual.widgets import DataTable, Footer, Input
 
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.job_detail import JobDetail
@@ -163,6 +165,11 @@ class QueueScreen(Screen[None]):
         self._show()
         self._announce(events)
 
+    def submitted(self, job_id: str | None) -> None:
+        """The composer's result: the id of the job it submitted (None: closed without)."""
+        if job_id:
+            self.select_job(job_id)
+
     def select_job(self, job_id: str) -> None:
         """Put the cursor on ``job_id`` as soon as it is shown (a job just submitted)."""
         self._select = job_id
@@ -249,16 +256,12 @@ class QueueScreen(Screen[None]):
 
     def action_logs(self) -> None:
         """Open the selected job's logs."""
-        from tao_slurm_tui.screens.logs import LogsScreen
-
         job = self._selected()
         if job is not None:
             self.app.push_screen(LogsScreen(self.ctx, job.id))
 
     def action_clone(self) -> None:
         """Open the composer with a copy of the selected job's spec under a new name."""
-        from tao_slurm_tui.screens.composer import ComposerScreen
-
         job = self._selected()
         if job is None:
             return
@@ -267,7 +270,7 @@ class QueueScreen(Screen[None]):
         while f"{base}-{n}" in self.all_jobs:
             n += 1
         spec["name"] = f"{base}-{n}"[:64]
-        self.app.push_screen(ComposerScreen(self.ctx, spec))
+        self.app.push_screen(ComposerScreen(self.ctx, spec), self.submitted)
 
     def action_cancel_job(self) -> None:
         """Cancel the selected job after confirmation."""

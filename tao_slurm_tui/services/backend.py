@@ -1,9 +1,10 @@
-"""The one interface the TUI talks to: a back end object passed into the App.
+"""The application layer's interface: the one door both fronts (TUI and CLI) go through.
 
-The UI never opens a connection or imports asyncssh; it calls the methods of a :class:`Backend`
-(harlequin's layering). Two implementations exist: the real cluster back end (services over the
-one SSH connection) and :class:`~tao_slurm_tui.services.fake.FakeBackend`, deterministic, for
-snapshot tests, Pilot tests and screenshots.
+The fronts never open a connection or import asyncssh; they call the methods of a
+:class:`Backend`, opened once per profile by :mod:`tao_slurm_tui.services.session`. Two
+implementations exist: :class:`~tao_slurm_tui.services.cluster.ClusterBackend` (the services over
+the one SSH connection) and :class:`~tao_slurm_tui.services.fake.FakeBackend`, deterministic, for
+snapshot tests, Pilot tests, screenshots and ``TAO_SLURM_TUI_DEMO=1``.
 
 This module imports no Textual (an import-contract test keeps it so).
 
@@ -17,15 +18,18 @@ Conventions every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, TaoStatus
+from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
-from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.secrets import Secret
+from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.errors import TaoError
 
 ConnectionStateName = Literal["disconnected", "connecting", "connected", "reconnecting", "down"]
 """Values of :attr:`Backend.connection_state` (the ``ConnectionState`` enum's values)."""
@@ -56,9 +60,13 @@ class LogBatch:
     """When set, a new attempt starts with these lines: show this text as a separator first."""
 
 
+ProgressCallback = Callable[[SubmitStage, str], None]
+"""Called as each submit stage starts, with one line of detail."""
+
+
 @runtime_checkable
 class Backend(Protocol):
-    """Everything the TUI may ask of the cluster, the store and the config."""
+    """The application layer: everything a front (TUI or CLI) may ask of one profile."""
 
     @property
     def profile_name(self) -> str:
@@ -68,6 +76,11 @@ class Backend(Protocol):
     @property
     def profile(self) -> Profile:
         """The active profile (environment overrides applied)."""
+        ...
+
+    @property
+    def poll_interval(self) -> float:
+        """Seconds between queue polls (the settings' ``poll_interval``)."""
         ...
 
     def profile_names(self) -> list[str]:
@@ -100,11 +113,15 @@ class Backend(Protocol):
         """
         ...
 
-    async def refresh(self) -> list[JobRecord]:
+    async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
         """One monitor tick: one round trip for every active job, due retries done.
 
+        Args:
+            connect: open (or check) the connection even when no job is active, so a broken
+                profile shows at once (the TUI); the CLI's ``status`` needs no round trip then.
+
         Returns:
-            Every job of the profile, terminal ones included (store order: newest first).
+            Every job of the profile, terminal ones included (newest first).
 
         Raises:
             OperationFailed: the cluster could not be reached (the store is unchanged).
@@ -112,7 +129,7 @@ class Backend(Protocol):
         ...
 
     def jobs(self) -> list[JobRecord]:
-        """Every job of the profile from the store, without touching the network."""
+        """Every job of the profile from the store (newest first), without the network."""
         ...
 
     async def job_detail(self, job_id: str) -> JobRecord:
@@ -128,6 +145,9 @@ class Backend(Protocol):
 
         Returns:
             The job as it is now (Canceled unless it had finished).
+
+        Raises:
+            BadInput: no job has this id.
         """
         ...
 
@@ -135,7 +155,7 @@ class Backend(Protocol):
         """A spec dict with the profile's defaults, for a new job in the composer."""
         ...
 
-    def validate_spec(self, data: dict[str, Any]) -> dict[str, str]:
+    def validate_spec(self, data: Mapping[str, Any]) -> dict[str, str]:
         """Validate a spec dict without network access.
 
         Returns:
@@ -147,8 +167,10 @@ class Backend(Protocol):
         """MaxTime in seconds of the cluster's partitions (None when unlimited)."""
         ...
 
-    def render(self, spec: dict[str, Any]) -> str:
-        """The sbatch script the spec would submit (no network).
+    def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
+        """The sbatch script (or the staged entrypoint) the spec would submit (no network).
+
+        A spec that leaves out the wall time, timeout or requeue gets the profile's.
 
         Raises:
             BadInput: the spec is invalid (the message names the field).
@@ -156,18 +178,24 @@ class Backend(Protocol):
         ...
 
     async def submit(
-        self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]
-    ) -> JobRecord:
-        """Validate (remote paths too), stage and submit; report each stage as it starts.
+        self,
+        spec: Mapping[str, Any] | JobSpec,
+        on_progress: ProgressCallback,
+        *,
+        dry_run: bool = False,
+    ) -> SubmitResult:
+        """Validate (remote paths too), stage and submit exactly once; report each stage.
+
+        With ``dry_run`` everything is checked and the script rendered; nothing is staged.
 
         Raises:
-            BadInput: the spec is invalid or an input path does not exist.
+            BadInput: the spec or the profile is invalid, or an input path does not exist.
             OperationFailed: SLURM refused the job (its message is in the sentence).
         """
         ...
 
-    async def doctor(self) -> list[CheckResult]:
-        """Run the preflight checks in order."""
+    async def doctor(self, spec_path: str | None = None) -> DoctorReport:
+        """Run the preflight checks in order (``spec_path``: its inputs and image too)."""
         ...
 
     async def fetch_host_key(self, host: str) -> HostKeyInfo:
@@ -194,15 +222,52 @@ class Backend(Protocol):
         """chmod 600 the private key, with the user's consent."""
         ...
 
-    async def install_credentials(self, ngc_key: str) -> None:
-        """Write the NGC key into the remote enroot credentials (stdin only; never stored)."""
+    async def install_credentials(self, ngc_key: str | Secret) -> str:
+        """Write the NGC key into the remote enroot credentials (stdin only; never stored).
+
+        Returns:
+            The login host it was written on.
+        """
         ...
 
-    def follow_logs(self, job_id: str, stream: LogStreamName) -> AsyncIterator[LogBatch]:
-        """Follow ``main.out``/``main.err`` of the job from the start, across attempts.
+    async def credentials_present(self) -> tuple[bool, str]:
+        """Whether the remote enroot credentials exist and are not empty, and the host asked."""
+        ...
+
+    def read_log(self, job_id: str, stream: LogStreamName) -> AsyncIterator[list[str]]:
+        """The whole log of the latest attempt, in chunks of lines (bounded memory).
+
+        Raises:
+            BadInput: no job has this id.
+        """
+        ...
+
+    async def tail_log(self, job_id: str, stream: LogStreamName, lines: int) -> list[str] | None:
+        """The last ``lines`` lines of the latest attempt; None when the file does not exist."""
+        ...
+
+    def follow_logs(
+        self,
+        job_id: str,
+        stream: LogStreamName,
+        *,
+        latest_only: bool = False,
+        tail_lines: int | None = None,
+        on_refresh_error: Callable[[TaoError], None] | None = None,
+    ) -> AsyncIterator[LogBatch]:
+        """Follow ``main.out``/``main.err`` of the job across attempts.
 
         The iterator waits quietly while the file does not exist, yields batches of new lines,
-        and ends only when cancelled (or when the job is terminal and everything was read).
+        and ends when the job is terminal and everything was read (or when cancelled).
+
+        Args:
+            job_id: the job.
+            stream: which log.
+            latest_only: start at the latest attempt instead of the first.
+            tail_lines: start with the last N lines of the current file instead of its start.
+            on_refresh_error: follow on its own (a monitor tick every ``poll_interval``),
+                reporting a failed tick here (the CLI); None: job states come from the store,
+                which the TUI's queue keeps current.
         """
         ...
 

@@ -1,72 +1,87 @@
-"""The real back end of the TUI: the services over the profile's one SSH connection.
+"""The application layer over a real cluster: one object per profile, used by the TUI and the CLI.
 
-:class:`ClusterBackend` implements :class:`~tao_slurm_tui.services.backend.Backend` by
-composition — it owns one :class:`~tao_slurm_tui.remote.connection.Connection`, one
-:class:`~tao_slurm_tui.services.store.JobStore`, and the submit / monitor / logs / onboarding
-services built on them. It adds no rules of its own; it translates between the services' types
-and the UI's.
+:class:`ClusterBackend` implements :class:`~tao_slurm_tui.services.backend.Backend`. Opened once
+per profile (by :func:`tao_slurm_tui.services.session.open_backend`), it owns the profile's one
+:class:`~tao_slurm_tui.remote.connection.Connection`, the
+:class:`~tao_slurm_tui.services.store.JobStore`, the submitter, the monitor, the log tailer, the
+credentials and the doctor. Every front (each CLI verb, each screen) is a call on it; it adds no
+rules of its own beyond applying the profile to what the fronts pass in.
+
+Nothing is opened until first use: ``render`` touches neither the network nor the state DB.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import cached_property
 from typing import Any
 
 from tao_slurm_tui.config import Config, state_db_path
-from tao_slurm_tui.core.models import HostKeyInfo, JobRecord
+from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
-from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.render import render_sbatch
-from tao_slurm_tui.core.spec import (
-    JobSpec,
-    spec_errors_for_profile,
-    validate_spec,
-    with_profile_defaults,
-)
+from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
+from tao_slurm_tui.core.secrets import Secret
+from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
-from tao_slurm_tui.services.backend import (
-    LogBatch,
-    LogStreamName,
-    SubmitStage,
-)
-from tao_slurm_tui.services.logs import LogTailer
-from tao_slurm_tui.services.monitor import Monitor
+from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
+from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
+from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import run_doctor
 from tao_slurm_tui.services.partitions import offline_limits
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
 
-DEFAULT_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
-"""Image a new job starts from in the composer."""
-
 
 class ClusterBackend:
-    """Everything the TUI asks of one cluster profile, done by the real services."""
+    """Everything the fronts ask of one cluster profile, done by the real services."""
 
-    def __init__(self, config: Config, name: str, *, store: JobStore | None = None) -> None:
+    def __init__(
+        self, config: Config, name: str | None = None, *, store: JobStore | None = None
+    ) -> None:
         """Build the back end of profile ``name`` (nothing is opened until first use).
 
         Args:
             config: the loaded config (profiles, settings).
-            name: the profile to use.
-            store: the job store; default the one under the platform data dir.
+            name: the profile to use; None: the default (or the one the environment describes).
+            store: the job store; default the one under the platform data dir, opened on use.
+
+        Raises:
+            ConfigError: unknown profile, or a bad environment override.
         """
         self.config = config
-        self._name = name
+        self._name = config.profile_name(name)
+        # The one place a profile is read for the cluster: environment overrides applied.
         self._profile = config.profile(name)
         self._listeners: list[Callable[[str], None]] = []
         self.conn = Connection(self._profile, on_state=self._on_state)
-        self.store = store or JobStore(state_db_path())
-        self.submitter = Submitter(self.conn, self.store, name, self._profile)
-        self.monitor = Monitor(
-            self.conn, self.store, name, self._profile, resubmit=self.submitter.resubmit
-        )
+        if store is not None:
+            self.store = store
         self._last_poll: float | None = None
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
+
+    # ------------------------------------------------------------------ services, on first use
+
+    @cached_property
+    def store(self) -> JobStore:
+        """The job store (the state DB is opened on first use)."""
+        return JobStore(state_db_path())
+
+    @cached_property
+    def submitter(self) -> Submitter:
+        """Stages and submits over the one connection."""
+        return Submitter(self.conn, self.store, self._name, self._profile)
+
+    @cached_property
+    def monitor(self) -> Monitor:
+        """Polls, retries and cancels over the one connection."""
+        return Monitor(
+            self.conn, self.store, self._name, self._profile, resubmit=self.submitter.resubmit
+        )
 
     # ------------------------------------------------------------------ profile
 
@@ -80,6 +95,11 @@ class ClusterBackend:
         """The active profile (environment overrides applied)."""
         return self._profile
 
+    @property
+    def poll_interval(self) -> float:
+        """Seconds between queue polls (the settings' ``poll_interval``)."""
+        return self.config.settings.poll_interval
+
     def profile_names(self) -> list[str]:
         """Every configured profile, sorted."""
         return sorted(self.config.settings.profiles)
@@ -89,8 +109,10 @@ class ClusterBackend:
         self.config.upsert_profile(name, profile, make_default=make_default)
         if name == self._name:
             self._profile = self.config.profile(name)
-            for service in (self.conn, self.submitter, self.monitor):
-                service.profile = self._profile
+            self.conn.profile = self._profile
+            for service in ("submitter", "monitor"):
+                if service in self.__dict__:
+                    self.__dict__[service].profile = self._profile
 
     # ------------------------------------------------------------------ connection
 
@@ -120,11 +142,12 @@ class ClusterBackend:
 
     # ------------------------------------------------------------------ queue
 
-    async def refresh(self) -> list[JobRecord]:
+    async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
         """One monitor tick (one round trip for every active job; due retries done)."""
-        # With no active job the tick needs no round trip; open (or check) the connection
-        # anyway so the header's indicator tells the truth and a broken profile shows at once.
-        await self.conn.connect()
+        if connect:
+            # With no active job the tick needs no round trip; open (or check) the connection
+            # anyway so the header's indicator tells the truth and a broken profile shows at once.
+            await self.conn.connect()
         result = await self.monitor.tick()
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))
@@ -139,33 +162,16 @@ class ClusterBackend:
 
     async def cancel(self, job_id: str) -> JobRecord:
         """scancel every attempt of the job."""
+        self.store.require(self._name, job_id)
         return await self.monitor.cancel(job_id)
 
     # ------------------------------------------------------------------ composer
 
     def default_spec(self) -> dict[str, Any]:
         """A new job with the profile's defaults."""
-        p = self._profile
-        return {
-            "name": "",
-            "image": DEFAULT_IMAGE,
-            "command": "",
-            "num_nodes": 1,
-            "num_gpus": 4,
-            "cpus_per_task": 16,
-            "time_hours": p.time_hours,
-            "timeout_hours": p.timeout_hours,
-            "partition": p.partitions[0] if p.partitions else "",
-            "account": p.account,
-            "container_mounts": ["/lustre"],
-            "use_requeue": p.use_requeue,
-            "use_sqsh": True,
-            "inputs": [],
-            "env": {},
-            "specs": {},
-        }
+        return default_spec(self._profile)
 
-    def validate_spec(self, data: dict[str, Any]) -> dict[str, str]:
+    def validate_spec(self, data: Mapping[str, Any]) -> dict[str, str]:
         """Field errors of a spec dict, wall time against the partition limits known so far."""
         return spec_errors_for_profile(data, self._profile, self._limits())
 
@@ -184,30 +190,41 @@ class ClusterBackend:
             return offline_limits(self._name)
         return self._live_limits
 
-    def _spec(self, data: dict[str, Any]) -> JobSpec:
-        return validate_spec(with_profile_defaults(data, self._profile))
-
-    def render(self, spec: dict[str, Any]) -> str:
-        """The sbatch script the spec would submit (no network)."""
-        return render_sbatch(self._spec(spec), self._profile, partition_limits=self._limits())
+    def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
+        """The sbatch script (or the staged entrypoint) the spec would submit (no network)."""
+        valid = spec_for(spec, self._profile)
+        if entrypoint:
+            return render_entrypoint(valid)
+        return render_sbatch(valid, self._profile, partition_limits=self._limits())
 
     async def submit(
-        self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]
-    ) -> JobRecord:
+        self,
+        spec: Mapping[str, Any] | JobSpec,
+        on_progress: ProgressCallback,
+        *,
+        dry_run: bool = False,
+    ) -> SubmitResult:
         """Validate (remote paths too), stage and submit exactly once."""
+        valid = spec_for(spec, self._profile)
+        missing = self._profile.missing_required()
+        if missing:
+            raise BadInput(
+                f"profile '{self._name}' has no {', '.join(missing)}; set it in the config "
+                "file (or the SLURM_* environment variables) or run the onboarding screen."
+            )
 
         def progress(stage: str, detail: str) -> None:
-            on_progress(SubmitStage(stage))
+            on_progress(SubmitStage(stage), detail)
 
-        result = await self.submitter.submit(self._spec(spec), on_progress=progress)
-        return self.store.require(self._name, result.id)
+        return await self.submitter.submit(valid, dry_run=dry_run, on_progress=progress)
 
     # ------------------------------------------------------------------ onboarding
 
-    async def doctor(self) -> list[CheckResult]:
+    async def doctor(self, spec_path: str | None = None) -> DoctorReport:
         """The preflight checks, over the one connection."""
-        report = await run_doctor(self._profile, profile_name=self._name, connection=self.conn)
-        return report.results
+        return await run_doctor(
+            self._profile, profile_name=self._name, spec_path=spec_path, connection=self.conn
+        )
 
     async def fetch_host_key(self, host: str) -> HostKeyInfo:
         """Fetch a login host's key for the user to inspect; nothing is written."""
@@ -240,24 +257,72 @@ class ClusterBackend:
         """chmod 600 the private key (the user agreed)."""
         sshsetup.fix_key_permissions(sshsetup.key_path(self._profile))
 
-    async def install_credentials(self, ngc_key: str) -> None:
-        """The NGC key into the remote enroot credentials, on stdin only."""
+    async def install_credentials(self, ngc_key: str | Secret) -> str:
+        """The NGC key into the remote enroot credentials, on stdin only; returns the host."""
         await credentials.install_ngc_credentials(self.conn, ngc_key)
+        return self.conn.host or ""
+
+    async def credentials_present(self) -> tuple[bool, str]:
+        """Whether the remote enroot credentials file exists and is not empty, and the host."""
+        present = await credentials.credentials_present(self.conn)
+        return present, self.conn.host or ""
 
     # ------------------------------------------------------------------ logs
 
-    async def follow_logs(self, job_id: str, stream: LogStreamName) -> AsyncIterator[LogBatch]:
-        """Follow main.out / main.err across attempts, reading only new bytes."""
+    async def read_log(self, job_id: str, stream: LogStreamName) -> AsyncIterator[list[str]]:
+        """The whole file of the latest attempt, in chunks of lines (bounded memory)."""
         job = self.store.require(self._name, job_id)
-        tailer = LogTailer(self.conn, job, stream)
+        async for chunk in read_whole(self.conn, job, stream):
+            yield chunk
+
+    async def tail_log(self, job_id: str, stream: LogStreamName, lines: int) -> list[str] | None:
+        """The last ``lines`` lines of the latest attempt; None when the file does not exist."""
+        return await tail(self.conn, self.store.require(self._name, job_id), stream, lines)
+
+    async def follow_logs(
+        self,
+        job_id: str,
+        stream: LogStreamName,
+        *,
+        latest_only: bool = False,
+        tail_lines: int | None = None,
+        on_refresh_error: Callable[[TaoError], None] | None = None,
+    ) -> AsyncIterator[LogBatch]:
+        """Follow main.out / main.err across attempts, reading only new bytes.
+
+        The TUI follows from the first attempt and reads job states from the store (its queue
+        polls). With ``on_refresh_error`` set (the CLI), the log follower runs a monitor tick
+        every ``poll_interval`` seconds itself and reports a failed one there.
+        """
+        job = self.store.require(self._name, job_id)
+        tailer = LogTailer(self.conn, job, stream, from_attempt=None if latest_only else 0)
+        if tail_lines is not None:
+            # The last N lines, then follow from the size measured first: a line written in
+            # between may show twice, but none is lost.
+            size = await file_size(self.conn, tailer.path)
+            lines = await tail(self.conn, job, stream, tail_lines)
+            if lines:
+                yield LogBatch(lines, tailer.index)
+            tailer.skip_to(size if lines is not None else 0)
 
         async def latest() -> JobRecord:
+            if on_refresh_error is not None:
+                try:
+                    await self.monitor.tick()
+                except TaoError as exc:
+                    on_refresh_error(exc)
             return self.store.require(self._name, job_id)
 
-        async for batch in tailer.follow(refresh=latest):
+        if on_refresh_error is None:
+            follow = tailer.follow(refresh=latest)
+        else:
+            every = max(MIN_INTERVAL, self.poll_interval)
+            follow = tailer.follow(refresh=latest, refresh_every=every)
+        async for batch in follow:
             yield batch
 
     async def close(self) -> None:
-        """Close the connection and the store."""
+        """Close the connection and the store (if it was opened)."""
         await self.conn.close()
-        self.store.close()
+        if "store" in self.__dict__:
+            self.store.close()

@@ -13,17 +13,27 @@ file (the platform's ``cat >`` recipe destroys them) and replaces the file atomi
 the same directory, ``chmod 600``, ``mv``), under ``umask 077`` in a 0700 directory.
 
 Locally the key lives only inside a :class:`Secret` whose ``repr``/``str`` are masked, so a
-traceback that shows locals never prints it; exceptions raised here carry no part of it.
+traceback that shows locals never prints it (:mod:`tao_slurm_tui.core.secrets`); exceptions raised
+here carry no part of it.
 """
 
 from __future__ import annotations
 
 from tao_slurm_tui.core.quoting import home_path
-from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.core.secrets import CREDENTIALS_PATH, Secret, validate_ngc_key
+from tao_slurm_tui.errors import OperationFailed
 from tao_slurm_tui.remote.connection import Connection, RemoteError
 
-CREDENTIALS_PATH = "~/.config/enroot/.credentials"
-"""The file enroot reads, on the login host (home directories are shared with compute nodes)."""
+__all__ = [
+    "CHECK_COMMAND",
+    "CREDENTIALS_PATH",
+    "INSTALL_SCRIPT",
+    "NGC_MACHINES",
+    "Secret",
+    "credentials_present",
+    "install_ngc_credentials",
+    "validate_ngc_key",
+]
 
 NGC_MACHINES = ("nvcr.io", "authn.nvidia.com")
 """The two netrc machines the NGC key is written for (login ``$oauthtoken``)."""
@@ -72,63 +82,6 @@ _EXIT_REASONS = {
     5: "could not create a temporary file in ~/.config/enroot",
     6: "could not write ~/.config/enroot/.credentials",
 }
-
-
-class Secret:
-    """A secret string whose ``repr``/``str`` never show it (safe in tracebacks with locals)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value: str | None = value
-
-    def reveal(self) -> str:
-        """The secret itself; use it inline, never keep it in a variable.
-
-        Raises:
-            BadInput: the secret was already cleared.
-        """
-        if self._value is None:
-            raise BadInput("The secret was already used and cleared; enter it again.")
-        return self._value
-
-    def clear(self) -> None:
-        """Drop the reference to the value (best effort: Python strings cannot be wiped)."""
-        self._value = None
-
-    def __repr__(self) -> str:
-        return "Secret('********')"
-
-    __str__ = __repr__
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-
-def validate_ngc_key(key: str | Secret) -> Secret:
-    """Check an NGC API key the user typed or piped; surrounding whitespace is dropped.
-
-    Returns:
-        The key, stripped, wrapped in a :class:`Secret`.
-
-    Raises:
-        BadInput: empty, or a space, tab, line break or control character inside (the message
-            never repeats the value).
-    """
-    raw = key.reveal() if isinstance(key, Secret) else key
-    stripped = raw.strip()
-    del raw
-    if not stripped:
-        raise BadInput(
-            "The NGC key is empty; paste the API key from ngc.nvidia.com (Setup > API Key)."
-        )
-    if any(ch.isspace() for ch in stripped):
-        raise BadInput(
-            "The NGC key contains a space, tab or line break; paste it again as one line."
-        )
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in stripped):
-        raise BadInput("The NGC key contains a control character; paste it again as plain text.")
-    return Secret(stripped)
 
 
 async def install_ngc_credentials(connection: Connection, key: str | Secret) -> None:

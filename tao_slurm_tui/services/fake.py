@@ -10,20 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from tao_slurm_tui.core.models import Attempt, HostKeyInfo, JobRecord, Progress, TaoStatus
+from tao_slurm_tui.core.models import (
+    Attempt,
+    HostKeyInfo,
+    JobRecord,
+    Progress,
+    SubmitResult,
+    TaoStatus,
+)
 from tao_slurm_tui.core.partitions import HOUR, PartitionLimits
-from tao_slurm_tui.core.preflight import CheckResult, CheckStatus, FixAction
+from tao_slurm_tui.core.preflight import CheckResult, CheckStatus, DoctorReport, FixAction
 from tao_slurm_tui.core.profile import NAME_RE, Profile
-from tao_slurm_tui.core.render import render_sbatch
-from tao_slurm_tui.core.spec import spec_errors_for_profile, validate_spec, with_profile_defaults
-from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
+from tao_slurm_tui.core.secrets import Secret
+from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
+from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.services.backend import (
     LogBatch,
     LogStreamName,
+    ProgressCallback,
     SubmitStage,
 )
 
@@ -57,24 +66,9 @@ def fake_profile() -> Profile:
 
 
 def _spec(name: str, **over: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "name": name,
-        "image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt",
-        "command": f"dino train -e /specs/{name}.yaml",
-        "num_nodes": 1,
-        "num_gpus": 4,
-        "cpus_per_task": 16,
-        "time_hours": 4.0,
-        "timeout_hours": 3.8,
-        "partition": "polar",
-        "account": "",
-        "container_mounts": ["/lustre"],
-        "use_requeue": True,
-        "use_sqsh": True,
-        "inputs": ["lustre:///lustre/data/coco/train.json"],
-        "env": {},
-        "specs": {},
-    }
+    spec = default_spec(fake_profile(), name=name)
+    spec.update(command=f"dino train -e /specs/{name}.yaml")
+    spec.update(inputs=["lustre:///lustre/data/coco/train.json"])
     spec.update(over)
     return spec
 
@@ -289,6 +283,8 @@ class FakeBackend:
         """How many times credentials were installed (the key itself is never kept)."""
         self.trusted_hosts: list[str] = []
         self.closed = False
+        self.poll_interval = 10.0
+        """Seconds between queue polls (the settings' default)."""
 
     # ---------------------------------------------------------------- profile & connection
     @property
@@ -337,7 +333,7 @@ class FakeBackend:
             callback(state)
 
     # ---------------------------------------------------------------- jobs
-    async def refresh(self) -> list[JobRecord]:
+    async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
         """Advance the running job by one epoch and return every job."""
         await asyncio.sleep(0)
         if self.refresh_error:
@@ -392,14 +388,9 @@ class FakeBackend:
     # ---------------------------------------------------------------- composer
     def default_spec(self) -> dict[str, Any]:
         """A new spec with the profile's defaults."""
-        return _spec(
-            "new-job",
-            partition=self._profile.partitions[0] if self._profile.partitions else "",
-            inputs=[],
-            command="",
-        )
+        return default_spec(self._profile, name="new-job")
 
-    def validate_spec(self, data: dict[str, Any]) -> dict[str, str]:
+    def validate_spec(self, data: Mapping[str, Any]) -> dict[str, str]:
         """The real rules (core.spec), wall time against the fake cluster's partitions."""
         return spec_errors_for_profile(data, self._profile, FAKE_LIMITS)
 
@@ -408,35 +399,46 @@ class FakeBackend:
         await asyncio.sleep(0)
         return dict(FAKE_LIMITS)
 
-    def render(self, spec: dict[str, Any]) -> str:
+    def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
         """The real sbatch script (core.render) for the fake profile."""
-        valid = validate_spec(with_profile_defaults(spec, self._profile))
+        valid = spec_for(spec, self._profile)
+        if entrypoint:
+            return render_entrypoint(valid)
         return render_sbatch(valid, self._profile, partition_limits=FAKE_LIMITS)
 
     async def submit(
-        self, spec: dict[str, Any], on_progress: Callable[[SubmitStage], None]
-    ) -> JobRecord:
+        self,
+        spec: Mapping[str, Any] | JobSpec,
+        on_progress: ProgressCallback,
+        *,
+        dry_run: bool = False,
+    ) -> SubmitResult:
         """Walk through the stages; fail at sbatch when :attr:`submit_error` is set."""
-        self.render(spec)  # raises BadInput like the real one
+        valid = spec_for(spec, self._profile)
+        script = self.render(valid)  # raises BadInput like the real one
+        root = self._profile.results_root
+        if dry_run:
+            on_progress(SubmitStage.CHECKING, "the fake cluster has every input path")
+            return SubmitResult(valid.name, "", root, script=script, dry_run=True)
         for stage in (
             SubmitStage.CHECKING,
             SubmitStage.STAGING,
             SubmitStage.SQSH,
             SubmitStage.SBATCH,
         ):
-            on_progress(stage)
+            on_progress(stage, "")
             await asyncio.sleep(0)
         if self.submit_error:
             raise OperationFailed(self.submit_error)
-        if spec["name"] in self._jobs:
-            raise BadInput(f"A job named {spec['name']!r} exists; pick another name.")
+        if valid.name in self._jobs:
+            raise BadInput(f"A job named {valid.name!r} exists; pick another name.")
         self._next_slurm_id += 1
         now = self.clock()
         job = JobRecord(
-            id=spec["name"],
+            id=valid.name,
             profile=self._profile_name,
-            spec=dict(spec),
-            base_results_dir=self._profile.results_root,
+            spec=valid.model_dump(mode="json") if isinstance(spec, JobSpec) else dict(spec),
+            base_results_dir=root,
             status=TaoStatus.PENDING,
             slurm_state="PENDING",
             attempts=[_attempt(0, self._next_slurm_id, "PENDING", reason="Priority")],
@@ -445,14 +447,16 @@ class FakeBackend:
             updated_at=now,
         )
         self._jobs[job.id] = job
-        on_progress(SubmitStage.DONE)
-        return copy.deepcopy(job)
+        on_progress(SubmitStage.DONE, "")
+        return SubmitResult(
+            job.id, str(self._next_slurm_id), root, script=script, login_host=FAKE_HOST
+        )
 
     # ---------------------------------------------------------------- onboarding
-    async def doctor(self) -> list[CheckResult]:
+    async def doctor(self, spec_path: str | None = None) -> DoctorReport:
         """The seeded checks, with fixes already applied turned to pass."""
         await asyncio.sleep(0)
-        return list(self._checks)
+        return DoctorReport(list(self._checks), FAKE_HOST)
 
     def _resolve(self, action: str) -> None:
         self._checks = [
@@ -489,18 +493,52 @@ class FakeBackend:
         """Pretend to chmod 600."""
         self._resolve("fix_permissions")
 
-    async def install_credentials(self, ngc_key: str) -> None:
+    async def install_credentials(self, ngc_key: str | Secret) -> str:
         """Check the key's shape, count the install, keep nothing."""
+        if isinstance(ngc_key, Secret):
+            ngc_key = ngc_key.reveal()
         if not ngc_key or ngc_key != ngc_key.strip() or any(c in ngc_key for c in "\r\n\t "):
             raise BadInput("The NGC key is empty or contains spaces or newlines; paste it again.")
         self.installed_credentials += 1
         self._resolve("install_credentials")
+        return FAKE_HOST
+
+    async def credentials_present(self) -> tuple[bool, str]:
+        """Present once installed."""
+        await asyncio.sleep(0)
+        return self.installed_credentials > 0, FAKE_HOST
 
     # ---------------------------------------------------------------- logs
-    async def follow_logs(self, job_id: str, stream: LogStreamName) -> AsyncIterator[LogBatch]:
-        """Every attempt's seeded lines (with a separator), then live lines if configured."""
+    async def read_log(self, job_id: str, stream: LogStreamName) -> AsyncIterator[list[str]]:
+        """The seeded lines of the latest attempt."""
+        job = await self.job_detail(job_id)
+        if job.latest is not None:
+            yield _log_lines(stream, job.latest.number, self.log_lines)
+
+    async def tail_log(self, job_id: str, stream: LogStreamName, lines: int) -> list[str] | None:
+        """The last ``lines`` seeded lines of the latest attempt."""
+        job = await self.job_detail(job_id)
+        if job.latest is None:
+            return None
+        return _log_lines(stream, job.latest.number, self.log_lines)[-lines:] if lines else []
+
+    async def follow_logs(
+        self,
+        job_id: str,
+        stream: LogStreamName,
+        *,
+        latest_only: bool = False,
+        tail_lines: int | None = None,
+        on_refresh_error: Callable[[TaoError], None] | None = None,
+    ) -> AsyncIterator[LogBatch]:
+        """Every attempt's seeded lines (with a separator), then live lines if configured.
+
+        Following on its own (the CLI), it ends once a finished job's lines are out.
+        """
         job = await self.job_detail(job_id)
         attempts = job.attempts or [_attempt(0, 0, "PENDING")]
+        if latest_only:
+            attempts = attempts[-1:]
         for attempt in attempts:
             separator = None
             if attempt.number > 0:
@@ -508,10 +546,13 @@ class FakeBackend:
                     f"attempt {attempt.number + 1} · SLURM {attempt.slurm_job_id} on "
                     f"{attempt.nodes or '?'}"
                 )
-            yield LogBatch(
-                _log_lines(stream, attempt.number, self.log_lines), attempt.number, separator
-            )
+            lines = _log_lines(stream, attempt.number, self.log_lines)
+            if tail_lines is not None and attempt is attempts[-1]:
+                lines = lines[-tail_lines:] if tail_lines else []
+            yield LogBatch(lines, attempt.number, separator if not latest_only else None)
         last = attempts[-1].number
+        if on_refresh_error is not None and job.status.terminal:
+            return
         if self.live_log is None:
             await asyncio.Event().wait()  # follow forever, quietly, until cancelled
             return

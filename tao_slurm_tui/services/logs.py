@@ -397,3 +397,12 @@ async def tail(
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+async def file_size(conn: Connection, path: str | None) -> int:
+    """Size in bytes of a remote file; 0 when it does not exist (or ``path`` is None)."""
+    if path is None:
+        return 0
+    result = await conn.run(["stat", "-c", "%s", "--", path])
+    text = result.stdout.strip()
+    return int(text) if result.ok and text.isdigit() else 0

@@ -23,9 +23,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import asyncssh
 
@@ -34,6 +33,7 @@ from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.preflight import (
     CheckResult,
     CheckStatus,
+    DoctorReport,
     FixAction,
     result,
     skipped,
@@ -84,31 +84,6 @@ PROBE_TIMEOUT = 90.0
 
 ResultCallback = Callable[[CheckResult], None]
 """Called with each result as soon as it is known (the TUI fills its list progressively)."""
-
-
-@dataclass
-class DoctorReport:
-    """Every check's result, in order."""
-
-    results: list[CheckResult] = field(default_factory=list)
-    """The results in the order they ran."""
-    host: str | None = None
-    """The login host the remote checks ran on (None when no login worked)."""
-    remediation: str = ""
-    """The platform's manual SSH set-up prompt, filled in, when no key-only login worked."""
-
-    @property
-    def ok(self) -> bool:
-        """True when no check failed (``warn`` and ``skip`` are fine)."""
-        return not any(r.failed for r in self.results)
-
-    def get(self, check: str) -> CheckResult | None:
-        """The result of the check with id ``check``."""
-        return next((r for r in self.results if r.check == check), None)
-
-    def to_json(self) -> list[dict[str, Any]]:
-        """The ``doctor --json`` list: ``{"check","status","detail","fix", ...}`` per check."""
-        return [r.to_json() for r in self.results]
 
 
 @dataclass(frozen=True)

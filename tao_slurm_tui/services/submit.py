@@ -40,13 +40,13 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from tao_slurm_tui.core.images import ImageRef
 from tao_slurm_tui.core.layout import JobPaths
-from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
+from tao_slurm_tui.core.models import Attempt, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import check_wall_time, split_partitions
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
@@ -92,34 +92,6 @@ class SbatchRejected(OperationFailed):
         super().__init__(message)
         self.slurm_message = slurm_message
         """The ``sbatch: error:`` lines."""
-
-
-@dataclass
-class SubmitResult:
-    """Outcome of :meth:`Submitter.submit`."""
-
-    id: str
-    """Stable job id (the spec's name)."""
-    slurm_job_id: str
-    """SLURM id ('' for a dry run)."""
-    job_dir: str
-    """The job's remote root (``base_results_dir``, holding specs/, sbatch/, slurm-logs/, ...)."""
-    warnings: list[str] = field(default_factory=list)
-    """Sentences for the user (SQSH fallback notice, recovered submission, ...)."""
-    script: str = ""
-    """The rendered batch script."""
-    dry_run: bool = False
-    """Nothing was staged or submitted."""
-    sqsh_job_id: str = ""
-    """SLURM id of the SQSH conversion job waited for, if any."""
-    login_host: str = ""
-    """Login host that accepted the job."""
-    adopted: bool = False
-    """The SLURM job was found by name after a lost connection instead of confirmed by sbatch."""
-
-    def to_json(self) -> dict[str, str]:
-        """The ``submit --json`` contract: id, slurm_job_id, job_dir."""
-        return {"id": self.id, "slurm_job_id": self.slurm_job_id, "job_dir": self.job_dir}
 
 
 @dataclass(frozen=True)

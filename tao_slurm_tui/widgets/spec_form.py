@@ -16,6 +16,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Switch, TextArea
 
+from tao_slurm_tui.core.spec import DEFAULT_IMAGE
+
 Kind = Literal["text", "int", "float", "list", "bool", "env", "json"]
 
 
@@ -31,7 +33,7 @@ class Field:
 
 FIELDS: list[Field] = [
     Field("name", "Name (job id)", "text", "dino-train-1"),
-    Field("image", "Image", "text", "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"),
+    Field("image", "Image", "text", DEFAULT_IMAGE),
     Field("command", "Command", "text", "dino train -e /specs/train.yaml"),
     Field("partition", "Partition", "text"),
     Field("num_nodes", "Nodes", "int", "1"),

@@ -1,10 +1,12 @@
-"""The layers point one way (DESIGN.md §1): an import-contract test keeps them so.
+"""The layers point one way (docs/ARCHITECTURE.md): an import-contract test keeps them so.
 
-- ``core`` is pure: no asyncssh, no Textual, no services/remote/UI imports.
+- ``core`` is pure: no asyncssh, no Textual, no config (file handling), services, remote or UI.
 - ``remote`` is the only place that opens connections: no Textual, no services/UI.
 - ``services`` never import Textual or the UI.
 - the UI (``app``, ``screens``, ``widgets``) never imports asyncssh or ``remote``: it talks to a
   back end object.
+- the CLI (``cli``, ``commands``) never imports asyncssh, ``remote`` or Textual: each verb is a call
+  on the same back end object (tests/unit/test_import_graph.py checks the whole graph).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "tao_slurm_tui.screens",
         "tao_slurm_tui.widgets",
         "tao_slurm_tui.app",
+        "tao_slurm_tui.config",
+        "tao_slurm_tui.commands",
         "subprocess",
         "socket",
         "sqlite3",
@@ -37,7 +41,15 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "tao_slurm_tui.widgets",
         "tao_slurm_tui.app",
     ),
-    "services": ("textual", "tao_slurm_tui.screens", "tao_slurm_tui.widgets", "tao_slurm_tui.app"),
+    "services": (
+        "textual",
+        "tao_slurm_tui.screens",
+        "tao_slurm_tui.widgets",
+        "tao_slurm_tui.app",
+        "tao_slurm_tui.commands",
+    ),
+    "commands": ("asyncssh", "textual", "tao_slurm_tui.remote"),
+    "cli.py": ("asyncssh", "textual", "tao_slurm_tui.remote"),
     "screens": ("asyncssh", "tao_slurm_tui.remote"),
     "widgets": ("asyncssh", "tao_slurm_tui.remote", "tao_slurm_tui.services.store"),
     "app.py": ("asyncssh", "tao_slurm_tui.remote"),

@@ -1,0 +1,54 @@
+"""Opening the application layer: one back end per profile, real or (``TAO_SLURM_TUI_DEMO=1``) fake.
+
+Every front opens its back end here: each CLI verb (through
+:class:`~tao_slurm_tui.commands.context.CliContext`) and the TUI (its profile switcher too).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+from tao_slurm_tui.config import Config
+from tao_slurm_tui.services.backend import Backend
+
+DEMO_VARIABLE = "TAO_SLURM_TUI_DEMO"
+"""Set to ``1`` to run every front on the deterministic fake back end (no cluster needed)."""
+
+BackendFactory = Callable[[str | None], Backend]
+"""Opens the back end of a profile by name (None: the default profile)."""
+
+
+def demo_mode(environ: Mapping[str, str] | None = None) -> bool:
+    """True when :data:`DEMO_VARIABLE` asks for the fake back end."""
+    return (os.environ if environ is None else environ).get(DEMO_VARIABLE) == "1"
+
+
+def backend_factory(config: Config, environ: Mapping[str, str] | None = None) -> BackendFactory:
+    """A function opening the back end of any profile of ``config``."""
+    if demo_mode(environ):
+        from tao_slurm_tui.services.fake import FakeBackend
+
+        def fake(name: str | None) -> Backend:
+            backend = FakeBackend(profile_name=config.profile_name(name))
+            backend.poll_interval = config.settings.poll_interval
+            return backend
+
+        return fake
+
+    from tao_slurm_tui.services.cluster import ClusterBackend
+
+    def real(name: str | None) -> Backend:
+        backend: Backend = ClusterBackend(config, name)
+        return backend
+
+    return real
+
+
+def open_backend(config: Config, name: str | None = None) -> Backend:
+    """The back end of profile ``name`` (None: the default one), nothing connected yet.
+
+    Raises:
+        ConfigError: unknown profile, or a bad environment override.
+    """
+    return backend_factory(config)(name)
