@@ -26,6 +26,7 @@ from tao_slurm_tui.services.session import BackendFactory, backend_factory
 from tao_slurm_tui.widgets.theme import TAO_DARK
 
 if TYPE_CHECKING:
+    from tao_slurm_tui.screens.composer import ComposerScreen
     from tao_slurm_tui.screens.queue import QueueScreen
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ class TaoSlurmApp(App[None]):
         self.home = QueueScreen(self.ctx)
         self.push_screen(self.home)
         if self.initial_spec is not None:
-            self.push_screen(ComposerScreen(self.ctx, self.initial_spec), self.home.submitted)
+            self.push_screen(ComposerScreen(self.ctx, self.initial_spec))
         if self.backend.profile.missing_required():
             self.push_screen(OnboardingScreen(self.ctx))
 
@@ -144,11 +145,12 @@ class TaoSlurmApp(App[None]):
         from tao_slurm_tui.screens.composer import ComposerScreen
 
         if not isinstance(self.screen, ComposerScreen):
-            self.push_screen(ComposerScreen(self.ctx), self._submitted)
+            self.push_screen(ComposerScreen(self.ctx))
 
-    def _submitted(self, job_id: str | None) -> None:
+    def on_composer_screen_job_submitted(self, message: ComposerScreen.JobSubmitted) -> None:
+        """Put the queue's cursor on the job just submitted (it waits for the job's row)."""
         if self.home is not None:
-            self.home.submitted(job_id)
+            self.home.select_job(message.job_id)
 
     def action_doctor(self) -> None:
         """Open the set-up screen (profile + doctor)."""

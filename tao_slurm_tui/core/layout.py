@@ -1,4 +1,4 @@
-"""The remote layout of one job under ``base_results_dir`` (DESIGN.md §3, a stable contract).
+"""The remote layout of one job under ``base_results_dir`` (a stable contract: ARCHITECTURE.md).
 
 ::
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import jinja2
 
@@ -292,53 +292,41 @@ def plan_launch(
     )
 
 
-def render_sbatch(
-    spec: JobSpec,
-    profile: Profile,
-    *,
-    base: str | None = None,
-    partition_limits: partitions.PartitionLimits | None = None,
-    exclude_nodes: Iterable[str] = (),
-    dependency: str | None = None,
-    image_override: str | None = None,
-    infra_check: str | None = None,
-    max_retries: int = MAX_RETRIES,
-    sqsh_fallback: str | None = None,
-    require_sqsh: bool = False,
-) -> str:
+class LaunchOptions(TypedDict, total=False):
+    """The optional keywords of :func:`plan_launch` (and so of :func:`render_sbatch`)."""
+
+    base: str | None
+    partition_limits: partitions.PartitionLimits | None
+    exclude_nodes: Iterable[str]
+    dependency: str | None
+    image_override: str | None
+    infra_check: str | None
+    max_retries: int
+    sqsh_fallback: str | None
+    require_sqsh: bool
+
+
+def render_sbatch(spec: JobSpec, profile: Profile, **options: Unpack[LaunchOptions]) -> str:
     """The batch script of ``spec`` for ``profile``.
 
     Args:
         spec: the validated job spec.
         profile: supplies partition/account fallbacks, runtime, node size and the results root.
-        base: remote root of the job's files; default ``profile.results_root``.
-        partition_limits: MaxTime per partition (seconds); default the packaged list.
-        exclude_nodes: nodes to avoid (``--exclude``), e.g. the node a retry failed on.
-        dependency: ``--dependency`` value, e.g. ``afterok:<sqsh conversion job>``.
-        image_override: image to run instead of ``spec.image`` (the cached SQSH file).
-        infra_check: text of the bash function ``tao_infra_failure``; default from
-            :func:`tao_slurm_tui.core.retry.bash_infra_check` (used only with requeue on).
-        max_retries: self-requeues on infrastructure failures.
-        sqsh_fallback: SQSH file the script checks at start (magic ``hsqs``): run from it when
-            valid, else warn in main.err and use the registry image (hook of services.images).
-        require_sqsh: with ``sqsh_fallback``, stop (exit 1) instead of falling back.
+        **options: see :func:`plan_launch`: ``base`` (remote root of the job's files; default
+            ``profile.results_root``), ``partition_limits`` (MaxTime per partition in seconds;
+            default the packaged list), ``exclude_nodes`` (``--exclude``, e.g. the node a retry
+            failed on), ``dependency`` (e.g. ``afterok:<sqsh conversion job>``),
+            ``image_override`` (the cached SQSH file), ``infra_check`` (text of the bash function
+            ``tao_infra_failure``; default from :func:`tao_slurm_tui.core.retry.bash_infra_check`,
+            used only with requeue on), ``max_retries`` (self-requeues on infrastructure
+            failures), ``sqsh_fallback`` (SQSH file the script checks at start, magic ``hsqs``:
+            run from it when valid, else warn in main.err and use the registry image) and
+            ``require_sqsh`` (with ``sqsh_fallback``, stop instead of falling back).
 
     Raises:
         BadInput: a value the cluster would refuse (see :func:`plan_launch`).
     """
-    plan = plan_launch(
-        spec,
-        profile,
-        base=base,
-        partition_limits=partition_limits,
-        exclude_nodes=exclude_nodes,
-        dependency=dependency,
-        image_override=image_override,
-        infra_check=infra_check,
-        max_retries=max_retries,
-        sqsh_fallback=sqsh_fallback,
-        require_sqsh=require_sqsh,
-    )
+    plan = plan_launch(spec, profile, **options)
     return template_environment().get_template(SBATCH_TEMPLATE).render(**plan.context())
 
 

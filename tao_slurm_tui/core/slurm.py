@@ -128,7 +128,7 @@ def normalize_state(raw: str) -> str:
 
 
 def map_state(state: str) -> MappedState:
-    """Map a SLURM job state to what the monitor does (DESIGN.md §2).
+    """Map a SLURM job state to what the monitor does (docs/ARCHITECTURE.md, "Status mapping").
 
     PENDING/CONFIGURING/REQUEUED… → Pending; RUNNING/COMPLETING → Running; COMPLETED → read
     ``status.json``; FAILED/BOOT_FAIL/DEADLINE/OUT_OF_MEMORY/NODE_FAIL → maybe retry, else Error;

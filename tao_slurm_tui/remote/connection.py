@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import asyncssh
 
@@ -67,7 +67,6 @@ __all__ = [
     "ConnectError",
     "Connection",
     "ConnectionLost",
-    "ConnectionManager",
     "ConnectionState",
     "HostKeyChanged",
     "KeyLoadError",
@@ -85,6 +84,26 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _REMEMBER_FILE = "login-hosts.json"
+
+
+class Remote(Protocol):
+    """What the services need of a :class:`Connection` (tests pass recorded stand-ins)."""
+
+    async def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        input: str | bytes | None = None,
+        timeout: float | None = None,
+        check: bool = False,
+        retry_on_drop: bool = True,
+    ) -> CommandResult: ...
+
+
+class RemoteFiles(Remote, Protocol):
+    """A :class:`Remote` that also writes files (staging)."""
+
+    async def upload_text(self, path: str, content: str, *, mode: int = 0o644) -> None: ...
 
 
 class ConnectionState(StrEnum):
@@ -380,6 +399,15 @@ class Connection:
                 self._set_state(ConnectionState.DOWN, str(exc))
                 raise
             self._set_state(ConnectionState.CONNECTED, f"connected to {self.host}")
+
+    @classmethod
+    def to_host(cls, profile: Profile, host: str, *, password: str | None = None) -> Connection:
+        """A connection to ONE login host of ``profile``, without failover.
+
+        The failover policy lives in :meth:`_host_order`; services that must ask every login
+        host (reconciling a lost submission, installing a key, checking each login) use this.
+        """
+        return cls(profile.model_copy(update={"hostnames": [host]}), password=password)
 
     def _host_order(self) -> list[str]:
         hosts = list(dict.fromkeys(self.profile.hostnames))
@@ -890,42 +918,3 @@ def _remember_host(profile: Profile, host: str) -> None:
     except OSError as exc:
         # Only a speed-up for the next run; the connection itself is fine.
         log.warning("cannot remember the login host in %s: %s", path, exc)
-
-
-# ----------------------------------------------------------------------------------- manager
-
-
-class ConnectionManager:
-    """One persistent :class:`Connection` per profile name, shared by every service."""
-
-    def __init__(self, *, on_state: StateCallback | None = None) -> None:
-        """Create an empty manager.
-
-        Args:
-            on_state: listener added to every connection this manager creates.
-        """
-        self._connections: dict[str, Connection] = {}
-        self._on_state = on_state
-        self._stale: list[Connection] = []
-
-    def get(self, name: str, profile: Profile) -> Connection:
-        """The connection for profile ``name``, created on first use.
-
-        If the profile changed since (e.g. edited in onboarding), a new connection replaces the
-        old one, which is closed by :meth:`close_all`.
-        """
-        conn = self._connections.get(name)
-        if conn is not None and conn.profile == profile:
-            return conn
-        if conn is not None:
-            self._stale.append(conn)
-        conn = Connection(profile, on_state=self._on_state)
-        self._connections[name] = conn
-        return conn
-
-    async def close_all(self) -> None:
-        """Close every connection this manager handed out."""
-        conns = [*self._connections.values(), *self._stale]
-        self._connections.clear()
-        self._stale.clear()
-        await asyncio.gather(*(c.close() for c in conns))

@@ -11,6 +11,7 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Switch, TextArea
@@ -44,6 +45,14 @@ def spec_for_form(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, A
 
 class ComposerScreen(Screen[str | None]):
     """Every spec field, validated as you type, beside the sbatch it renders to."""
+
+    class JobSubmitted(Message):
+        """A job was submitted from the composer (sent to the app)."""
+
+        def __init__(self, job_id: str) -> None:
+            super().__init__()
+            self.job_id = job_id
+            """The new job's id."""
 
     BINDINGS = [
         Binding("ctrl+s", "submit", "Submit", id="composer.submit"),
@@ -201,7 +210,9 @@ class ComposerScreen(Screen[str | None]):
         self.notify(
             f"{job.id} submitted as SLURM job {job.slurm_job_id or '?'}.", title="Submitted"
         )
-        self.dismiss(job.id)  # whoever opened the composer puts the cursor on the new job
+        # The app puts the queue's cursor on the new job; the result is the id too.
+        self.app.post_message(self.JobSubmitted(job.id))
+        self.dismiss(job.id)
 
     # ------------------------------------------------------------------ files
     def action_load(self) -> None:

@@ -165,11 +165,6 @@ class QueueScreen(Screen[None]):
         self._show()
         self._announce(events)
 
-    def submitted(self, job_id: str | None) -> None:
-        """The composer's result: the id of the job it submitted (None: closed without)."""
-        if job_id:
-            self.select_job(job_id)
-
     def select_job(self, job_id: str) -> None:
         """Put the cursor on ``job_id`` as soon as it is shown (a job just submitted)."""
         self._select = job_id
@@ -270,7 +265,7 @@ class QueueScreen(Screen[None]):
         while f"{base}-{n}" in self.all_jobs:
             n += 1
         spec["name"] = f"{base}-{n}"[:64]
-        self.app.push_screen(ComposerScreen(self.ctx, spec), self.submitted)
+        self.app.push_screen(ComposerScreen(self.ctx, spec))
 
     def action_cancel_job(self) -> None:
         """Cancel the selected job after confirmation."""

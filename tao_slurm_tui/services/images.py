@@ -34,9 +34,9 @@ Design (the choices the issue leaves open):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 from tao_slurm_tui.core.images import ImageRef
 from tao_slurm_tui.core.partitions import format_slurm_time
@@ -44,7 +44,7 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.slurm import parse_sbatch_output
 from tao_slurm_tui.errors import OperationFailed
-from tao_slurm_tui.remote.connection import CommandTimeout, ConnectionLost
+from tao_slurm_tui.remote.connection import CommandTimeout, ConnectionLost, RemoteFiles
 
 SQSH_MAGIC = "hsqs"
 """First four bytes of a SquashFS file (little-endian superblock magic)."""
@@ -64,35 +64,6 @@ ProgressCallback = Callable[[str, str], None]
 SqshAction = Literal["off", "direct", "cached", "convert", "wait"]
 """What the SQSH step decided: SQSH off, image already a .sqsh file, cache hit, new conversion job,
 or waiting for a conversion already in flight."""
-
-
-class RemoteResult(Protocol):
-    """What a remote command returns (``remote.connection.CommandResult``)."""
-
-    @property
-    def exit_status(self) -> int | None: ...
-    @property
-    def stdout(self) -> str: ...
-    @property
-    def stderr(self) -> str: ...
-    @property
-    def host(self) -> str: ...
-
-
-class Remote(Protocol):
-    """The part of :class:`~tao_slurm_tui.remote.connection.Connection` the services use."""
-
-    async def run(
-        self,
-        command: str | Sequence[str],
-        *,
-        input: str | None = None,
-        timeout: float | None = None,
-        check: bool = False,
-        retry_on_drop: bool = True,
-    ) -> Any: ...
-
-    async def upload_text(self, path: str, content: str, *, mode: int = 0o644) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -262,7 +233,7 @@ def sbatch_error(stderr: str, stdout: str = "") -> str:
 class ImageService:
     """Decides how a training job gets its image and submits conversion jobs."""
 
-    def __init__(self, conn: Remote, profile: Profile) -> None:
+    def __init__(self, conn: RemoteFiles, profile: Profile) -> None:
         """Create the service.
 
         Args:
@@ -464,7 +435,7 @@ class ConversionOutcome:
 
 
 async def conversion_outcome(
-    conn: Remote, conversion_job_id: str, sqsh_path: str
+    conn: RemoteFiles, conversion_job_id: str, sqsh_path: str
 ) -> ConversionOutcome:
     """One round trip: the conversion job's state and whether the SQSH file is valid now.
 

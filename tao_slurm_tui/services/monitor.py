@@ -56,8 +56,8 @@ from tao_slurm_tui.core.slurm import (
     poll_command,
 )
 from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
-from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
-from tao_slurm_tui.remote.connection import CommandResult, RemoteError
+from tao_slurm_tui.errors import OperationFailed, TaoError
+from tao_slurm_tui.remote.connection import Remote, RemoteError
 from tao_slurm_tui.services.store import JobStore
 
 __all__ = [
@@ -102,20 +102,6 @@ class Resubmit(Protocol):
     def __call__(
         self, job: JobRecord, *, exclude_nodes: Iterable[str] = (), reason: str = ""
     ) -> Awaitable[Attempt]: ...
-
-
-class Remote(Protocol):
-    """What the monitor needs of a :class:`~tao_slurm_tui.remote.connection.Connection`."""
-
-    async def run(
-        self,
-        command: str | Sequence[str],
-        *,
-        input: str | bytes | None = None,
-        timeout: float | None = None,
-        check: bool = False,
-        retry_on_drop: bool = True,
-    ) -> CommandResult: ...
 
 
 @dataclass(frozen=True)
@@ -749,14 +735,3 @@ def _requeue_why(line: str) -> str:
     # "<date> restart=N rc=R why..." (written by the batch script's tao_requeue).
     parts = line.split(" ", 3)
     return parts[3].strip() if len(parts) == 4 and parts[1].startswith("restart=") else line.strip()
-
-
-def ensure_job(store: JobStore, profile_name: str, job_id: str) -> JobRecord:
-    """The job or a :class:`BadInput` naming the id (exit 2 in the CLI)."""
-    job = store.get(profile_name, job_id)
-    if job is None:
-        raise BadInput(
-            f"There is no job '{job_id}' in profile '{profile_name}'; run 'tao-slurm-tui status' "
-            "to list the jobs."
-        )
-    return job

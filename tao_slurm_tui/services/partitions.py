@@ -28,7 +28,7 @@ from tao_slurm_tui.core.partitions import (
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join
 from tao_slurm_tui.errors import TaoError
-from tao_slurm_tui.services.images import Remote
+from tao_slurm_tui.remote.connection import Remote
 
 log = logging.getLogger(__name__)
 

@@ -122,12 +122,12 @@ def known_hosts_path(profile: Profile) -> Path:
     return profile.known_hosts_path
 
 
-def _single_host(profile: Profile, host: str | None) -> tuple[Profile, str]:
+def _first_host(profile: Profile, host: str | None) -> str:
     if host is None:
         if not profile.hostnames:
             raise BadInput("The profile has no login host; set hostnames first.")
         host = profile.hostnames[0]
-    return profile.model_copy(update={"hostnames": [host]}), host
+    return host
 
 
 # ----------------------------------------------------------------------------------- key pair
@@ -323,7 +323,7 @@ async def install_public_key(
     """
     if not password:
         raise BadInput("The password is empty; type your cluster password to install the key.")
-    single, host = _single_host(profile, host)
+    host = _first_host(profile, host)
     line = (public_key or read_public_key(key_path(profile))).strip()
     if "\n" in line or "\r" in line:
         raise BadInput("The public key must be one line; give the contents of the .pub file.")
@@ -333,8 +333,8 @@ async def install_public_key(
         raise BadInput(f"That is not an OpenSSH public key ({exc}).") from None
     # The pair itself may not be readable yet (e.g. permissions): the password login must not
     # fail on it, so offer no key file in this one login.
-    login_profile = single.model_copy(update={"ssh_key_path": ""})
-    conn = Connection(login_profile, password=password)
+    login_profile = profile.model_copy(update={"ssh_key_path": ""})
+    conn = Connection.to_host(login_profile, host, password=password)
     refused = False
     res: CommandResult | None = None
     try:
@@ -352,7 +352,7 @@ async def install_public_key(
         if probe.two_factor:
             raise TwoFactorRequired(two_factor_explanation(profile, host))
         raise AuthenticationFailed(
-            f"{host} refused the password login as {single.user}; check the password "
+            f"{host} refused the password login as {profile.user}; check the password "
             "(or use the manual steps if the site allows no password logins)."
         )
     del password
@@ -406,13 +406,12 @@ async def open_key_login(profile: Profile, host: str) -> tuple[LoginCheck, Conne
         server refuses the key, one more instrumented attempt tells whether it asked for a
         one-time code (``two_factor``).
     """
-    single = profile.model_copy(update={"hostnames": [host]})
-    conn = Connection(single)
+    conn = Connection.to_host(profile, host)
     try:
         await conn.connect()
     except AuthenticationFailed as exc:
         await conn.close()
-        probe = await probe_login(single, host)
+        probe = await probe_login(profile, host)
         if probe.two_factor:
             return (
                 LoginCheck(

@@ -7,7 +7,7 @@ one of :class:`~tao_slurm_tui.services.backend.SubmitStage`'s values:
    (:mod:`tao_slurm_tui.services.partitions`), then every ``inputs`` path and every cluster path
    in ``[specs]`` with ``test -e`` in ONE round trip; all missing paths are listed at once
    (:class:`~tao_slurm_tui.errors.BadInput`) and nothing is staged.
-2. **staging** — the remote layout of DESIGN.md §3, each file written atomically:
+2. **staging** — the remote layout (:mod:`tao_slurm_tui.core.layout`), each file atomically:
    ``specs/<id>.json``, ``env/<id>.json`` (0600), ``meta/<id>.json``,
    ``entrypoints/job_<id>.sh``.
 3. **sqsh conversion job** — :mod:`tao_slurm_tui.services.images` (cache hit, conversion job,
@@ -47,18 +47,22 @@ from typing import Any
 from tao_slurm_tui.core.images import ImageRef
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, SubmitResult, TaoStatus
-from tao_slurm_tui.core.partitions import check_wall_time, split_partitions
+from tao_slurm_tui.core.partitions import split_partitions
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
+from tao_slurm_tui.core.render import plan_launch, render_entrypoint, render_sbatch
 from tao_slurm_tui.core.slurm import parse_sbatch_output
 from tao_slurm_tui.core.spec import JobSpec
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
-from tao_slurm_tui.remote.connection import CommandTimeout, Connection, ConnectionLost
+from tao_slurm_tui.remote.connection import (
+    CommandTimeout,
+    Connection,
+    ConnectionLost,
+    RemoteFiles,
+)
 from tao_slurm_tui.services.backend import SubmitStage
 from tao_slurm_tui.services.images import (
     ImageService,
-    Remote,
     SqshPlan,
     cache_dir_for,
     conversion_outcome,
@@ -279,12 +283,12 @@ class Submitter:
 
     def __init__(
         self,
-        conn: Remote,
+        conn: RemoteFiles,
         store: JobStore,
         profile_name: str,
         profile: Profile,
         *,
-        host_connection: Callable[[str], Remote] | None = None,
+        host_connection: Callable[[str], RemoteFiles] | None = None,
         sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
         """Create a submitter.
@@ -306,8 +310,8 @@ class Submitter:
         self._host_connection = host_connection or self._single_host
         self._sleep = sleep
 
-    def _single_host(self, host: str) -> Remote:
-        return Connection(self.profile.model_copy(update={"hostnames": [host]}))
+    def _single_host(self, host: str) -> RemoteFiles:
+        return Connection.to_host(self.profile, host)
 
     # ------------------------------------------------------------------ public
 
@@ -350,15 +354,12 @@ class Submitter:
         profile = self.profile
         paths = JobPaths(profile.results_root, spec.name)
         partition = spec.effective_partition(profile)
-        if not partition:
-            raise BadInput("no partition: set 'partition' in the spec or in the profile.")
 
         # -- 1. checking inputs
         report(SubmitStage.CHECKING, f"checking the wall time against the MaxTime of {partition}")
         limits = await self.partition_limits()
-        problem = check_wall_time(spec.time_hours, partition, limits)
-        if problem:
-            raise BadInput(problem)
+        # The render's own checks (wall time, every #SBATCH value) before anything is staged.
+        plan_launch(spec, profile, partition_limits=limits)
         existing = self.store.get(self.profile_name, spec.name)
         if existing is not None and existing.submitted:
             raise BadInput(
@@ -706,7 +707,7 @@ class Submitter:
     ) -> tuple[bool, list[tuple[str, str]]]:
         command = reconcile_command(self.profile.user, name, int(window) + 1)
         own = getattr(self.conn, "host", None)
-        conn: Remote
+        conn: RemoteFiles
         close = False
         if not host or host == own or len(self.profile.hostnames) <= 1:
             conn = self.conn

@@ -12,7 +12,7 @@ from tao_slurm_tui.core.slurm import explain_reason
 
 
 def job_paths(job: JobRecord) -> dict[str, str]:
-    """Remote paths of the job's latest attempt (the remote layout of DESIGN.md)."""
+    """Remote paths of the job's latest attempt (the layout of :mod:`tao_slurm_tui.core.layout`)."""
     root = job.base_results_dir.rstrip("/")
     paths = {"results": f"{root}/results/{job.id}/"}
     if job.slurm_job_id:

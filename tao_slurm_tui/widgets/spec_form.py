@@ -188,8 +188,6 @@ class SpecForm(VerticalScroll):
             else:
                 raw = widget.value  # type: ignore[attr-defined]
             value, error = _parse(field, raw)
-            if field.key == "account" and not value:
-                value = ""
             spec[field.key] = value
             if error:
                 errors[field.key] = error

@@ -27,7 +27,6 @@ from tao_slurm_tui.remote.connection import (
     ConnectError,
     Connection,
     ConnectionLost,
-    ConnectionManager,
     ConnectionState,
     HostKeyChanged,
     KeyPermissionError,
@@ -541,22 +540,3 @@ async def test_create_process_streams(conn: Connection) -> None:
     lines = [await process.stdout.readline(), await process.stdout.readline()]
     await process.wait()
     assert lines == ["a\n", "b\n"]
-
-
-# ----------------------------------------------------------------------------------- manager
-
-
-async def test_manager_reuses_one_connection_per_profile() -> None:
-    manager = ConnectionManager()
-    profile = _profile()
-    try:
-        first = manager.get("sandbox", profile)
-        assert manager.get("sandbox", _profile()) is first
-        parent_a = (await first.run("echo $PPID")).stdout
-        parent_b = (await manager.get("sandbox", profile).run("echo $PPID")).stdout
-        assert parent_a == parent_b
-        changed = manager.get("sandbox", _profile(command_timeout=5))
-        assert changed is not first
-    finally:
-        await manager.close_all()
-    assert first.state is ConnectionState.DISCONNECTED

@@ -11,7 +11,6 @@ from tao_slurm_tui.remote.connection import (
     CommandResult,
     ConnectError,
     Connection,
-    ConnectionManager,
     ConnectionState,
     KeyLoadError,
     KeyPermissionError,
@@ -80,15 +79,6 @@ def test_remembered_host_is_tried_first() -> None:
     assert conn._host_order() == ["login1", "login2", "login3"]
     conn.host = "login3"
     assert conn._host_order() == ["login3", "login1", "login2"]
-
-
-def test_manager_hands_out_one_connection_per_profile() -> None:
-    manager = ConnectionManager()
-    first = manager.get("a", _profile())
-    assert manager.get("a", _profile()) is first
-    assert manager.get("b", _profile()) is not first
-    # An edited profile gets a fresh connection.
-    assert manager.get("a", _profile(port=22)) is not first
 
 
 def test_refused_login_without_a_user_says_to_set_one() -> None:

@@ -1,4 +1,4 @@
-"""The remote layout of a job (DESIGN.md §3)."""
+"""The remote layout of a job (docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
