@@ -34,6 +34,12 @@ class PaletteActions(Protocol):
     def action_help(self) -> None:
         """Show every key binding."""
 
+    def action_capacity(self) -> None:
+        """Where GPUs are free on this cluster."""
+
+    def action_overview(self) -> None:
+        """Every configured cluster at a glance."""
+
     def switch_profile(self, name: str) -> None:
         """Use another profile."""
 
@@ -48,6 +54,8 @@ class TaoCommands(Provider):
             ("Queue", "Go to the job queue (home)", app.action_queue),
             ("Logs of selected job", "Follow main.out / main.err", app.action_logs),
             ("Doctor", "Check the set-up and fix what fails", app.action_doctor),
+            ("GPUs free", "Capacity per partition: free GPUs, largest block", app.action_capacity),
+            ("All clusters", "Your jobs and free GPUs on every profile", app.action_overview),
             ("Profiles", "Create or edit a cluster profile", app.action_doctor),
             ("Help", "Every key binding per screen", app.action_help),
         ]

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import TaoError
 
 ConnectionStateName = Literal["disconnected", "connecting", "connected", "reconnecting", "down"]
@@ -191,6 +193,25 @@ class Backend(Protocol):
         Raises:
             BadInput: the spec or the profile is invalid, or an input path does not exist.
             OperationFailed: SLURM refused the job (its message is in the sentence).
+        """
+        ...
+
+    async def capacity(self) -> CapacityReport:
+        """Free and allocated GPUs per partition and type, the largest free block, the user's
+        share and limits: one round trip.
+
+        Raises:
+            OperationFailed: the cluster could not be reached or SLURM did not list its nodes.
+        """
+        ...
+
+    async def start_estimate(self, spec: Mapping[str, Any]) -> StartEstimate:
+        """SLURM's start estimate for the spec as it would be submitted (no job is created),
+        with hints about what would start sooner.
+
+        Raises:
+            BadInput: the spec is invalid (the message names the field).
+            OperationFailed: the cluster could not be reached.
         """
         ...
 

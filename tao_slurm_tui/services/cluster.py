@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from tao_slurm_tui.config import Config, state_db_path
+from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -24,10 +25,12 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
+from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
+from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import run_doctor
@@ -63,6 +66,7 @@ class ClusterBackend:
         self._last_poll: float | None = None
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
+        self._capacity: CapacityReport | None = None
 
     # ------------------------------------------------------------------ services, on first use
 
@@ -217,6 +221,20 @@ class ClusterBackend:
             on_progress(SubmitStage(stage), detail)
 
         return await self.submitter.submit(valid, dry_run=dry_run, on_progress=progress)
+
+    # ------------------------------------------------------------------ capacity
+
+    async def capacity(self) -> CapacityReport:
+        """The cluster's capacity in one round trip (kept for the composer's block hint)."""
+        self._capacity = await fetch_capacity(self.conn, user=self._profile.user)
+        return self._capacity
+
+    async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
+        """sbatch --test-only on the script the spec renders to (one round trip)."""
+        script = self.render(spec)
+        return await estimate_start(
+            self.conn, script, self._profile.partitions, capacity=self._capacity
+        )
 
     # ------------------------------------------------------------------ onboarding
 

@@ -21,6 +21,7 @@ from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.slurm import explain_reason, parse_duration
+from tao_slurm_tui.core.start_estimate import short_time
 
 COLUMNS: list[tuple[str, str]] = [
     ("id", "Job"),
@@ -63,13 +64,6 @@ def _shape(job: JobRecord) -> str:
     if nodes is None or gpus is None:
         return ""
     return f"{nodes}×{gpus}"  # noqa: RUF001
-
-
-def _short_time(stamp: str) -> str:
-    # "2026-05-10T14:30:00" → "05-10 14:30": the year is noise in a queue.
-    if len(stamp) >= 16 and stamp[4] == "-" and "T" in stamp:
-        return f"{stamp[5:10]} {stamp[11:16]}"
-    return stamp if stamp not in ("N/A", "Unknown") else ""
 
 
 def compact_limit(limit: str) -> str:
@@ -118,7 +112,7 @@ def job_plain_cells(job: JobRecord) -> dict[str, str]:
         "shape": _shape(job),
         "time": _elapsed_of_limit(elapsed, limit, pending),
         "reason": reason_in_words(job.reason) if pending else "",
-        "start": _short_time(latest.est_start) if latest and pending else "",
+        "start": short_time(latest.est_start) if latest and pending else "",
         "retries": str(job.retries) if job.retries else "",
         "progress": progress_bar(job),
     }
