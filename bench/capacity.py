@@ -24,7 +24,7 @@ import statistics
 import time
 from typing import Any
 
-from _sandbox import fmt_b, fmt_s, sandbox, table, write_results
+from _sandbox import floor_seconds, fmt_b, fmt_s, sandbox, table, write_results
 
 from tao_slurm_tui.core.capacity import capacity_command, parse_capacity_output
 from tao_slurm_tui.core.capacity_report import build_report
@@ -89,12 +89,7 @@ async def main() -> None:
     rows: list[list[str]] = []
     async with Connection(profile) as conn:
         await conn.run("true")
-        floor = []
-        for _ in range(20):
-            t0 = time.perf_counter()
-            await conn.run("true")
-            floor.append(time.perf_counter() - t0)
-        floor_s = statistics.median(floor)
+        floor_s = await floor_seconds(conn)
 
         live = Counting(conn)
         live_s, live_parse, live_trips, live_bytes = await median_refresh(live)

@@ -24,7 +24,7 @@ import tempfile
 import time
 import uuid
 
-from _sandbox import fmt_s, openssh, sandbox, table, write_results
+from _sandbox import floor_seconds, fmt_s, openssh, sandbox, table, write_results
 
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.quoting import join
@@ -91,12 +91,7 @@ async def main() -> None:
             done, held = held[: biggest // 2], held[biggest // 2 :]
             await conn.run(["scancel", *done], check=True)
             await wait_finished(conn, done)
-            floor = []
-            for _ in range(20):
-                t0 = time.perf_counter()
-                await conn.run("true")
-                floor.append(time.perf_counter() - t0)
-            floor_s = statistics.median(floor)
+            floor_s = await floor_seconds(conn)
             for n in SIZES:
                 ids = (done[: n - n // 2] + held[: n // 2]) if n > 1 else held[:1]
                 with tempfile.TemporaryDirectory() as tmp:
