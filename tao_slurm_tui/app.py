@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STYLESHEETS = ("app", "queue", "composer", "logs", "onboarding", "modals", "help")
+STYLESHEETS = ("app", "queue", "composer", "logs", "onboarding", "modals", "help", "history")
 """One .tcss per screen (every rule prefixed by the screen's class)."""
 
 
@@ -158,6 +158,13 @@ class TaoSlurmApp(App[None]):
 
         if not isinstance(self.screen, OnboardingScreen):
             self.push_screen(OnboardingScreen(self.ctx))
+
+    def action_history(self) -> None:
+        """Open the SLURM history (every job of the user, with usage)."""
+        from tao_slurm_tui.screens.history import HistoryScreen
+
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen(self.ctx))
 
     def action_queue(self) -> None:
         """Back to the queue (the bottom screen)."""

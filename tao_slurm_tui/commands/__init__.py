@@ -15,4 +15,5 @@ VERBS: dict[str, str] = {
     "doctor": "doctor",
     "creds": "creds",
     "config": "config_cmd",
+    "history": "history",
 }

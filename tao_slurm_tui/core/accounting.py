@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from tao_slurm_tui.core import quoting
+from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.slurm import (
     SEP,
     SLURM_ENV_VARS,
@@ -248,8 +249,9 @@ class Usage:
             return ""
         assert self.elapsed_s is not None and self.time_limit_s is not None
         suggest = suggested_limit(self.elapsed_s)
+        share = "under 1%" if fraction < 0.01 else f"{fraction:.0%}"
         return (
-            f"used {fraction:.0%} of its {format_duration(self.time_limit_s)} time limit; "
+            f"used {share} of its {format_duration(self.time_limit_s)} time limit; "
             f"ask for less (about {format_duration(suggest)}): it would start sooner"
         )
 
@@ -530,20 +532,32 @@ def _preamble() -> list[str]:
 
 
 _FILTER_AWK = (
-    "BEGIN{n=0} "
+    "BEGIN{n=0; sj=0; sf=0; sx=0; sg=0; sc2=0; lg=0; lc=0} "
     'index($0,m)==1 {print "M" t $0; next} '
     "NF==0 {next} "
     'NF<nf {print "M" t m "msg " $0; next} '
-    '{d=index($2,"."); if(d==0){b=$2; s=$sc; sub(/ .*/,"",s); sub(/[+]$/,"",s); k=1; '
+    '{d=index($2,"."); if(d==0){b=$2; s=$sc; sub(/ .*/,"",s); sub(/[+]$/,"",s); '
+    # The window's totals, over every allocation (only the first page asks for them).
+    'if(bf==""){g=0; x=$tr; if(match(x,/(^|,)gres[/]gpu=[0-9]+/)){y=substr(x,RSTART,RLENGTH); '
+    'sub(/.*=/,"",y); g=y+0} else {while(match(x,/gres[/]gpu:[^=,]+=[0-9]+/)){'
+    'y=substr(x,RSTART,RLENGTH); sub(/.*=/,"",y); g+=y; x=substr(x,RSTART+RLENGTH)}} '
+    "e=$er+0; sj++; sg+=g*e; sc2+=($ac+0)*e; "
+    'if(index(fin,"," s ",")>0) sf++; '
+    'if(index(lost,"," s ",")>0){sx++; lg+=g*e; lc+=($ac+0)*e}} '
+    "k=1; "
     'if(st!="" && index(st,"," s ",")==0) k=0; '
     'if(nm!="" && index(tolower($nc),nm)==0) k=0; '
     'if(bf!="" && b+0>=bf+0) k=0; '
     "if(k){keep[b]=1; n++}} else {b=substr($2,1,d-1)} "
     "if(b in keep) print b t $0} "
-    'END{print "M" t m "total " n}'
+    'END{print "M" t m "total " n; '
+    'if(bf=="") printf "M%s%ssummary %d %d %d %.0f %.0f %.0f %.0f\\n", t, m, sj, sf, sx, sg, sc2, '
+    "lg, lc}"
 )
 """Keeps allocation rows passing the filters and their steps, prefixed with their raw id so
-``sort`` can order them newest first; marker and message lines get an ``M`` key."""
+``sort`` can order them newest first; marker and message lines get an ``M`` key. On the first
+page it also totals the whole window (jobs, finished, failed, GPU- and CPU-seconds, lost
+GPU- and CPU-seconds) for :class:`Summary`: the same rules as :func:`summarize`."""
 
 _PAGE_AWK = (
     "BEGIN{c=0; more=0} "
@@ -590,6 +604,16 @@ def history_command(query: HistoryQuery) -> str:
         f"nm={query.name.lower()}",
         "-v",
         f"bf={query.before if query.before is not None else ''}",
+        "-v",
+        f"tr={_KEYS.index('alloc_tres') + 1}",
+        "-v",
+        f"er={_KEYS.index('elapsed_raw') + 1}",
+        "-v",
+        f"ac={_KEYS.index('alloc_cpus') + 1}",
+        "-v",
+        "fin=," + ",".join(sorted(TERMINAL_STATES)) + ",",
+        "-v",
+        "lost=," + ",".join(sorted(FAILED_STATES)) + ",",
     ]
     pipeline = (
         f'{{ {sacct} -u "$u" 2>&1; printf "\\n%ssacct rc=%s\\n" "$m" "$?"; }} | '
@@ -634,6 +658,8 @@ class HistoryPage:
     messages: list[str] = field(default_factory=list)
     complete: bool = False
     """True when the closing marker arrived."""
+    summary: Summary | None = None
+    """Totals over the whole window, every job (first page only; None on later pages)."""
 
     @property
     def next_before(self) -> int | None:
@@ -650,6 +676,22 @@ class HistoryPage:
             detail = self.messages[0] if self.messages else f"rc {self.sacct_rc}"
             return f"sacct failed: {detail}"
         return ""
+
+
+def _parse_summary(text: str) -> Summary | None:
+    parts = text.split()
+    if len(parts) != 7 or not all(p.isdigit() for p in parts):
+        return None
+    jobs, finished, failed, gpu_s, cpu_s, lost_gpu_s, lost_cpu_s = (int(p) for p in parts)
+    return Summary(
+        jobs=jobs,
+        finished=finished,
+        failed=failed,
+        gpu_hours=gpu_s / 3600,
+        cpu_hours=cpu_s / 3600,
+        lost_gpu_hours=lost_gpu_s / 3600,
+        lost_cpu_hours=lost_cpu_s / 3600,
+    )
 
 
 _PAGE_RE = re.compile(r"^page count=(\d+) more=([01])$")
@@ -673,6 +715,8 @@ def parse_history_output(text: str, *, paged: bool = True) -> HistoryPage:
             page.total = int(value) if value.isdigit() else None
         elif rest.startswith("msg "):
             body.append(rest.removeprefix("msg "))
+        elif rest.startswith("summary "):
+            page.summary = _parse_summary(rest.removeprefix("summary "))
         elif paged and (match := _PAGE_RE.match(rest)):
             page.more = match.group(2) == "1"
             page.complete = True
@@ -762,3 +806,136 @@ def window_words(since: str) -> str:
     if since == "midnight":
         return "today"
     return f"since {since}"
+
+
+# ----------------------------------------------------------------------------------- job output
+
+OUT_MARK = "@@tao-out:"
+"""Prefix of the marker lines of :func:`job_output_command`."""
+
+OUTPUT_TAIL_BYTES = 256 * 1024
+"""How much of the end of a foreign job's StdOut/StdErr is read (bounded, whatever its size)."""
+
+
+@dataclass(frozen=True)
+class JobOutput:
+    """A job's StdOut/StdErr as SLURM reports them, and the end of each when readable."""
+
+    stdout_path: str = ""
+    stderr_path: str = ""
+    stdout_readable: bool = False
+    stderr_readable: bool = False
+    source: str = ""
+    """``scontrol`` (the controller still knows the job) or ``default`` (sbatch's default
+    ``slurm-<id>.out`` in the job's working directory, once SLURM forgot the job)."""
+    stdout: str = ""
+    """The last :data:`OUTPUT_TAIL_BYTES` of StdOut ('' when unreadable)."""
+    stderr: str = ""
+    """The end of StdErr; '' when unreadable or the same file as StdOut."""
+
+    @property
+    def same_file(self) -> bool:
+        """True when StdErr went to StdOut's file (sbatch's default)."""
+        return self.stderr_path == self.stdout_path
+
+
+def default_output_path(entry: HistoryEntry) -> str:
+    """sbatch's default output file of ``entry`` (``slurm-%j.out``, ``slurm-%A_%a.out`` for
+    array tasks) in its working directory; '' when sacct has no working directory."""
+    if not entry.work_dir:
+        return ""
+    name = entry.job_id if "_" in entry.job_id else entry.raw_id
+    return f"{entry.work_dir.rstrip('/')}/slurm-{name}.out"
+
+
+def job_output_command(entry: HistoryEntry, max_bytes: int = OUTPUT_TAIL_BYTES) -> str:
+    """One remote command: where ``entry``'s StdOut/StdErr are, and the end of each.
+
+    SLURM 22.05's sacct has no StdOut field, so ``scontrol show job`` answers while the
+    controller still knows the job (``MinJobAge``); after that sbatch's default path in the
+    job's working directory is the best guess (a job that set ``--output`` elsewhere is then
+    reported unreadable).
+
+    Raises:
+        ValueError: the entry has no plain SLURM id.
+    """
+    if not entry.raw_id.isdigit():
+        raise ValueError(f"{entry.job_id} has no SLURM id to look up")
+    fields = 'tr " " "\\n"'
+    script = "; ".join(
+        [
+            f"m={quoting.quote(OUT_MARK)}",
+            "src=default",
+            f"info=$(scontrol show job -o {quoting.quote(entry.raw_id)} 2>/dev/null) "
+            "&& src=scontrol",
+            f'o=$(printf "%s\\n" "$info" | {fields} | sed -n "s/^StdOut=//p")',
+            f'e=$(printf "%s\\n" "$info" | {fields} | sed -n "s/^StdErr=//p")',
+            f'[ -n "$o" ] || o={quoting.quote(default_output_path(entry))}',
+            '[ -n "$e" ] || e="$o"',
+            'ro=0; re=0; [ -n "$o" ] && [ -f "$o" ] && [ -r "$o" ] && ro=1',
+            '[ -n "$e" ] && [ -f "$e" ] && [ -r "$e" ] && re=1',
+            'printf "%spaths %s %s %s\\n%s\\n%s\\n" "$m" "$src" "$ro" "$re" "$o" "$e"',
+            'printf "%sout\\n" "$m"',
+            f'if [ "$ro" = 1 ]; then tail -c {int(max_bytes)} -- "$o"; fi',
+            'printf "\\n%serr\\n" "$m"',
+            f'if [ "$re" = 1 ] && [ "$e" != "$o" ]; then tail -c {int(max_bytes)} -- "$e"; fi',
+            'printf "\\n%send\\n" "$m"',
+        ]
+    )
+    return quoting.join(["sh", "-c", script])
+
+
+_PATHS_RE = re.compile(r"^paths (scontrol|default) ([01]) ([01])$")
+
+
+def parse_job_output(text: str) -> JobOutput | None:
+    """Parse :func:`job_output_command`'s reply; None when it was cut short or garbled."""
+    lines = text.split("\n")
+    head = next((i for i, ln in enumerate(lines) if ln.startswith(OUT_MARK + "paths ")), None)
+    if head is None or head + 2 >= len(lines):
+        return None
+    match = _PATHS_RE.match(lines[head][len(OUT_MARK) :])
+    if not match:
+        return None
+    sections: dict[str, list[str]] = {"out": [], "err": []}
+    current = ""
+    ended = False
+    for line in lines[head + 3 :]:
+        if line.startswith(OUT_MARK):
+            current = line[len(OUT_MARK) :].strip()
+            ended = ended or current == "end"
+            continue
+        if current in sections:
+            sections[current].append(line)
+    if not ended:
+        return None
+
+    def body(key: str) -> str:
+        # The marker printf adds one newline after the file's own last one.
+        chunk = sections[key]
+        return "\n".join(chunk[:-1] if chunk and chunk[-1] == "" else chunk)
+
+    return JobOutput(
+        stdout_path=lines[head + 1],
+        stderr_path=lines[head + 2],
+        stdout_readable=match.group(2) == "1",
+        stderr_readable=match.group(3) == "1",
+        source=match.group(1),
+        stdout=body("out"),
+        stderr=body("err"),
+    )
+
+
+def links_by_slurm_id(jobs: Iterable[JobRecord]) -> dict[str, JobRecord]:
+    """Our TAO records by every SLURM id they were submitted under (retries too)."""
+    linked: dict[str, JobRecord] = {}
+    for job in jobs:
+        for attempt in job.attempts:
+            if attempt.slurm_job_id:
+                linked[attempt.slurm_job_id] = job
+    return linked
+
+
+def linked_record(entry: HistoryEntry, links: Mapping[str, JobRecord]) -> JobRecord | None:
+    """The TAO record ``entry`` belongs to, if this tool submitted it."""
+    return links.get(entry.raw_id) or links.get(entry.job_id)

@@ -15,6 +15,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("question_mark", "help", "Help", id="app.help"),
     Binding("n", "new_job", "New job", id="app.new_job"),
     Binding("d", "doctor", "Set-up", id="app.doctor"),
+    Binding("h", "history", "History", id="app.history"),
     Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit"),
 ]
 """The app's own bindings, active on every screen (the help's "Everywhere" table)."""

@@ -44,6 +44,8 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
     """Every screen's bindings as (title, rows), with the user's keymap applied."""
     # Imported here: the screens import this module for the help screen.
     from tao_slurm_tui.screens.composer import ComposerScreen
+    from tao_slurm_tui.screens.history import HistoryScreen
+    from tao_slurm_tui.screens.job_output import JobOutputScreen
     from tao_slurm_tui.screens.logs import LogsScreen
     from tao_slurm_tui.screens.onboarding import OnboardingScreen
     from tao_slurm_tui.screens.queue import QueueScreen
@@ -57,6 +59,8 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
         ("Composer", ComposerScreen.BINDINGS),
         ("Logs", [*LogsScreen.BINDINGS, *LogView.BINDINGS]),
         ("Onboarding", OnboardingScreen.BINDINGS),
+        ("History", HistoryScreen.BINDINGS),
+        ("Job output (history)", JobOutputScreen.BINDINGS),
     ]
     tables: list[tuple[str, list[KeyRow]]] = []
     for title, bindings in groups:

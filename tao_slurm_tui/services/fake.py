@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, JobOutput, Usage
 from tao_slurm_tui.core.models import (
     Attempt,
     HostKeyInfo,
@@ -35,6 +36,7 @@ from tao_slurm_tui.services.backend import (
     ProgressCallback,
     SubmitStage,
 )
+from tao_slurm_tui.services.fake_history import FakeHistory
 
 FROZEN_TIME = 1_778_400_000.0
 """The fake's default 'now' (a fixed instant, so screens render identically every run)."""
@@ -285,6 +287,10 @@ class FakeBackend:
         self.closed = False
         self.poll_interval = 10.0
         """Seconds between queue polls (the settings' default)."""
+        self.history = FakeHistory(self.clock(), list(self._jobs.values()))
+        """The fake SLURM history (about 1,000 foreign jobs plus the seeded ones)."""
+        self.history_delay = 0.0
+        """Seconds each history page takes (a slow cluster, for tests of the loading state)."""
 
     # ---------------------------------------------------------------- profile & connection
     @property
@@ -386,6 +392,28 @@ class FakeBackend:
         return job
 
     # ---------------------------------------------------------------- composer
+    # ---------------------------------------------------------------- history
+    async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
+        """Usage of the finished jobs' latest attempts, from the fake history."""
+        await asyncio.sleep(0)
+        by_id = {e.raw_id: e for e in self.history.entries}
+        found: dict[str, Usage] = {}
+        for job_id in job_ids:
+            job = self._jobs.get(job_id)
+            if job is not None and job.status.terminal and job.slurm_job_id in by_id:
+                found[job_id] = by_id[job.slurm_job_id].usage
+        return found
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """One page of the fake history."""
+        await asyncio.sleep(self.history_delay)
+        return self.history.page(query)
+
+    async def job_output(self, entry: HistoryEntry) -> JobOutput:
+        """A plausible StdOut of a foreign job."""
+        await asyncio.sleep(0)
+        return self.history.output(entry)
+
     def default_spec(self) -> dict[str, Any]:
         """A new spec with the profile's defaults."""
         return default_spec(self._profile, name="new-job")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,15 @@ from tao_slurm_tui.core.accounting import (
     HistoryEntry,
     HistoryQuery,
     Usage,
+    default_output_path,
     format_memory,
     gpus_from_tres,
     history_command,
+    job_output_command,
     parse_cpu_time,
     parse_entries,
     parse_history_output,
+    parse_job_output,
     parse_memory,
     parse_since,
     parse_states,
@@ -344,3 +348,98 @@ def test_json_keys() -> None:
     assert data["cpu_efficiency"] == pytest.approx(0.75)
     assert data["peak_rss_bytes"] == int(2.5 * 1024**3)
     assert data["queue_wait_s"] == 600
+
+
+def test_first_page_totals_the_whole_window_like_summarize(tmp_path: Path) -> None:
+    text = _many_jobs(50) + ODD
+    env = _fake_sacct(tmp_path, text)
+    page = parse_history_output(_run(history_command(HistoryQuery(limit=5, name="job")), env))
+    assert page.summary is not None
+    entries, _ = parse_entries(text)
+    expected = summarize(entries)
+    # Every job of the window, not the 5 of the page nor only the name filter's matches.
+    assert page.summary.jobs == expected.jobs == 60
+    assert page.summary.failed == expected.failed == 5 + 3
+    assert page.summary.finished == expected.finished
+    assert page.summary.gpu_hours == pytest.approx(expected.gpu_hours, abs=1 / 3600)
+    assert page.summary.cpu_hours == pytest.approx(expected.cpu_hours, abs=1 / 3600)
+    assert page.summary.lost_fraction == pytest.approx(expected.lost_fraction, abs=1e-3)
+    later = parse_history_output(
+        _run(history_command(HistoryQuery(limit=5, before=page.next_before)), env)
+    )
+    assert later.summary is None
+
+
+def test_job_output_command_falls_back_to_the_default_file(tmp_path: Path) -> None:
+    """Run locally: no scontrol knows the id, so sbatch's default file in WorkDir is read."""
+    (tmp_path / "slurm-101.out").write_text("first\n" + "x" * 10 + "\nlast line\n")
+    entries, _ = parse_entries(ODD)
+    entry = replace(next(e for e in entries if e.job_id == "101"), work_dir=str(tmp_path))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    (bindir / "scontrol").write_text(
+        "#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id'\nexit 1\n"
+    )
+    (bindir / "scontrol").chmod(0o755)
+    output = parse_job_output(_run(job_output_command(entry, max_bytes=20), env))
+    assert output is not None
+    assert output.source == "default" and output.stdout_readable and output.same_file
+    assert output.stdout_path == f"{tmp_path}/slurm-101.out"
+    assert output.stdout == "x" * 9 + "\nlast line"  # the last 20 bytes only
+    assert output.stderr == ""
+    array_task = replace(entry, job_id="200_1", raw_id="200")
+    assert default_output_path(array_task) == f"{tmp_path}/slurm-200_1.out"
+
+
+def test_job_output_from_scontrol_with_separate_err(tmp_path: Path) -> None:
+    out, err = tmp_path / "o.txt", tmp_path / "e.txt"
+    out.write_text("hello\n")
+    err.write_text("oops\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "scontrol").write_text(
+        f"#!/bin/sh\necho 'JobId=101 JobName=burn StdErr={err} StdIn=/dev/null StdOut={out}'\n"
+    )
+    (bindir / "scontrol").chmod(0o755)
+    entries, _ = parse_entries(ODD)
+    entry = next(e for e in entries if e.job_id == "101")
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    output = parse_job_output(_run(job_output_command(entry), env))
+    assert output is not None and output.source == "scontrol"
+    assert (output.stdout, output.stderr) == ("hello", "oops")
+    assert not output.same_file
+    pending_array = next(e for e in entries if e.job_id == "200_[2-999]")
+    assert pending_array.raw_id == "200"  # has a plain raw id, so it can be looked up
+    with pytest.raises(ValueError, match="no SLURM id"):
+        job_output_command(replace(entry, raw_id=""))
+    assert parse_job_output("cut") is None
+
+
+def test_unreadable_output_is_reported_not_read(tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+    (bindir / "scontrol").chmod(0o755)
+    entries, _ = parse_entries(ODD)
+    entry = replace(next(e for e in entries if e.job_id == "101"), work_dir=str(tmp_path / "gone"))
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
+    output = parse_job_output(_run(job_output_command(entry), env))
+    assert output is not None and not output.stdout_readable and output.stdout == ""
+
+
+def test_recorded_sandbox_lines() -> None:
+    """Lines recorded on the sandbox (SLURM 22.05.8, jobacct_gather/linux): no extern step,
+    MaxRSS empty for jobs shorter than the 30 s gather interval, the allocation's TotalCPU the
+    sum of its steps."""
+    entries, messages = parse_entries((GOLDEN / "sacct_history_sandbox.txt").read_text())
+    assert messages == []
+    ok, cancelled = entries
+    assert ok.usage.total_cpu_s == pytest.approx(0.151)
+    assert ok.usage.gpus == 1 and ok.usage.gpu_hours == pytest.approx(4 / 3600)
+    assert ok.usage.cpu_efficiency == pytest.approx(0.151 / 4)
+    assert ok.usage.peak_rss_bytes is None
+    assert ok.steps == ("batch", "0")
+    assert ok.usage.hint.startswith("used under 1% of its 1:00:00 time limit")
+    assert cancelled.state == "CANCELLED" and cancelled.cancelled_by == "1001"
+    assert cancelled.usage.hint == ""
