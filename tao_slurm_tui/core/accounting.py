@@ -503,8 +503,8 @@ class HistoryQuery:
 
     since: str = "now-7days"
     """``sacct -S`` value (see :func:`parse_since`)."""
-    until: str = "now"
-    """``sacct -E`` value."""
+    until: str = ""
+    """``sacct -E`` value; '' = open-ended (see :func:`history_command`)."""
     states: tuple[str, ...] = ()
     """Only these states (first word), none = all."""
     name: str = ""
@@ -587,7 +587,9 @@ def history_command(query: HistoryQuery) -> str:
         if state not in KNOWN_STATES:
             raise ValueError(f"not a SLURM job state: {state!r}")
     check_name_filter(query.name)
-    sacct = quoting.join(_sacct_argv("-S", query.since, "-E", query.until))
+    # Open-ended windows end an hour from now, not "now": sacct -E now leaves out a job that
+    # started in the very second of the query (seen on the sandbox right after a short job).
+    sacct = quoting.join(_sacct_argv("-S", query.since, "-E", query.until or "now+1hours"))
     states = ("," + ",".join(query.states) + ",") if query.states else ""
     filter_vars = [
         "-v",

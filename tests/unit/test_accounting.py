@@ -289,7 +289,7 @@ def test_history_command_pages_newest_first_with_steps(tmp_path: Path) -> None:
     assert seen == [str(i) for i in range(1999, 999, -1)]
     argv = (tmp_path / "argv.txt").read_text().splitlines()
     assert len(argv) == 5  # one sacct per page, never one per job
-    assert all("-S now-7days -E now" in a and "-u " in a for a in argv)
+    assert all("-S now-7days -E now+1hours" in a and "-u " in a for a in argv)
 
 
 def test_history_command_filters_state_and_name_on_the_cluster(tmp_path: Path) -> None:
