@@ -71,19 +71,7 @@ _NAME_COL = len(_KEYS)
 MARK = "@@tao-history:"
 """Prefix of the marker lines the history command prints."""
 
-FAILED_STATES: frozenset[str] = frozenset(
-    {
-        "FAILED",
-        "CANCELLED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "REVOKED",
-    }
-)
+FAILED_STATES: frozenset[str] = TERMINAL_STATES - {"COMPLETED"}
 """Finished states whose resources count as lost in the summary (all but COMPLETED)."""
 
 KNOWN_STATES: frozenset[str] = TERMINAL_STATES | frozenset(

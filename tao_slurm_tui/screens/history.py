@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Footer, Input, Label, Static
 
 from tao_slurm_tui.core.accounting import (
     HistoryEntry,
@@ -138,15 +138,18 @@ class HistoryScreen(Screen[None]):
         self.entries: dict[str, HistoryEntry] = {}
         """The current page's entries by row key (raw id)."""
         self.links: dict[str, JobRecord] = {}
-        self.loading = False
+        self.fetching = False
 
     def compose(self) -> ComposeResult:
         """Header, filter bar, summary, table, detail, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, "history")
         with Horizontal(id="history-filters"):
-            yield Input(value="7d", placeholder="since: 7d, 12h, 2026-11-01", id="h-since")
-            yield Input(placeholder="state: FAILED,CANCELLED", id="h-state")
-            yield Input(placeholder="name contains", id="h-name")
+            yield Label("since")
+            yield Input(value="7d", placeholder="7d, 12h, 2026-11-01", id="h-since")
+            yield Label("state")
+            yield Input(placeholder="FAILED,CANCELLED", id="h-state")
+            yield Label("name")
+            yield Input(placeholder="contains", id="h-name")
         yield Static(id="history-summary")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="history-detail-box"):
@@ -165,22 +168,21 @@ class HistoryScreen(Screen[None]):
     @work(exclusive=True, group="history", exit_on_error=False)
     async def load(self) -> None:
         """Fetch the current page (one call) and show it; a newer request replaces this one."""
-        self.loading = True
+        self.fetching = True
         self.table.border_subtitle = "loading…"
         try:
             page = await self.ctx.backend.history_page(self.history_query)
         finally:
-            self.loading = False
+            self.fetching = False
         self.links = links_by_slurm_id(self.ctx.backend.jobs())
         self._show(page)
 
     def _show(self, page: HistoryPage) -> None:
         self.page = page
         self.entries = {e.raw_id + "/" + e.job_id: e for e in page.entries}
-        with self.app.batch_update():
-            self.table.clear()
-            for key, entry in self.entries.items():
-                self.table.add_row(*history_cells(entry, linked_record(entry, self.links)), key=key)
+        self.table.clear()
+        for key, entry in self.entries.items():
+            self.table.add_row(*history_cells(entry, linked_record(entry, self.links)), key=key)
         if page.summary is not None:
             self.summary.update(Text(page.summary.text, style="bold"))
         number = len(self.cursors)
@@ -238,7 +240,7 @@ class HistoryScreen(Screen[None]):
     def action_older(self) -> None:
         """The next (older) page."""
         cursor = self.page.next_before if self.page else None
-        if cursor is None or self.loading:
+        if cursor is None or self.fetching:
             self.notify("No older jobs in this window.", timeout=2)
             return
         self.cursors.append(cursor)
@@ -253,7 +255,7 @@ class HistoryScreen(Screen[None]):
 
     def action_newer(self) -> None:
         """The previous (newer) page."""
-        if len(self.cursors) < 2 or self.loading:
+        if len(self.cursors) < 2 or self.fetching:
             self.notify("This is the newest page.", timeout=2)
             return
         self.cursors.pop()

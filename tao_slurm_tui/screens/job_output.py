@@ -68,7 +68,7 @@ class JobOutputScreen(Screen[None]):
         label = "StdOut" if out else "StdErr"
         where = Text(f"{label}: {path or 'unknown'}", no_wrap=True, overflow="ellipsis")
         if output.source == "default":
-            where.append("  (sbatch's default file; SLURM no longer reports the job's paths)")
+            where.append("  (sbatch's default path)")
         self.where.update(where)
         self.log_view.clear()
         if not path:

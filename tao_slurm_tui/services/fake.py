@@ -289,8 +289,8 @@ class FakeBackend:
         """Seconds between queue polls (the settings' default)."""
         self.history = FakeHistory(self.clock(), list(self._jobs.values()))
         """The fake SLURM history (about 1,000 foreign jobs plus the seeded ones)."""
-        self.history_delay = 0.0
-        """Seconds each history page takes (a slow cluster, for tests of the loading state)."""
+        self.history_gate: asyncio.Event | None = None
+        """When set, each history page waits for this event (a slow cluster, for tests)."""
 
     # ---------------------------------------------------------------- profile & connection
     @property
@@ -406,7 +406,9 @@ class FakeBackend:
 
     async def history_page(self, query: HistoryQuery) -> HistoryPage:
         """One page of the fake history."""
-        await asyncio.sleep(self.history_delay)
+        if self.history_gate is not None:
+            await self.history_gate.wait()
+        await asyncio.sleep(0)
         return self.history.page(query)
 
     async def job_output(self, entry: HistoryEntry) -> JobOutput:

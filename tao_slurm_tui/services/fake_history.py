@@ -9,7 +9,7 @@ rules (newest first by raw id, cursor, state, name), so screens behave as on a c
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from tao_slurm_tui.core.accounting import (
@@ -48,8 +48,34 @@ _STATES = (
 )
 
 
-def _line(*fields: object) -> str:
-    return SEP.join(str(f) for f in fields)
+@dataclass(frozen=True)
+class _Job:
+    """What the fake knows about one allocation: becomes its sacct line and its batch step."""
+
+    job_id: str
+    raw: str
+    state: str
+    code: str
+    partition: str
+    node: str
+    elapsed: int
+    limit_min: int
+    times: tuple[str, str, str]
+    cpus: int
+    tres: str
+    cpu_time: str
+    rss: str
+    work_dir: str
+    name: str
+
+    def lines(self) -> list[str]:
+        alloc = (self.job_id, self.raw, self.state, self.code, self.partition, self.node,
+                 self.elapsed, self.limit_min, *self.times, self.cpus, self.tres, self.cpu_time,
+                 "", "None", "researcher", self.work_dir, self.name)  # fmt: skip
+        step = (f"{self.job_id}.batch", f"{self.raw}.batch", self.state.split()[0], self.code, "",
+                self.node, self.elapsed, "", *self.times, self.cpus, self.tres, self.cpu_time,
+                self.rss, "", "", "", "batch")  # fmt: skip
+        return [SEP.join(str(f) for f in alloc), SEP.join(str(f) for f in step)]
 
 
 def _local(now: float) -> datetime:
@@ -85,48 +111,11 @@ def fake_sacct_text(now: float, jobs: list[JobRecord], size: int = FAKE_HISTORY_
         rss = f"{(i * 131) % 60000 + 800}M"
         job_id = f"301_{i - 300}" if 300 <= i < 400 else str(raw)
         times = (_ts(submit), _ts(start), _ts(end))
-        lines.append(
-            _line(
-                job_id,
-                raw,
-                state,
-                code,
-                "polar" if gpus else "batch",
-                node,
-                elapsed,
-                limit_min,
-                *times,
-                cpus,
-                tres,
-                cpu_time,
-                "",
-                "None",
-                "researcher",
-                "/lustre/fsw/users/researcher/work",
-                name,
-            )
-        )
-        lines.append(
-            _line(
-                f"{job_id}.batch",
-                f"{raw}.batch",
-                state.split()[0],
-                code,
-                "",
-                node,
-                elapsed,
-                "",
-                *times,
-                cpus,
-                tres,
-                cpu_time,
-                rss,
-                "",
-                "",
-                "",
-                "batch",
-            )
-        )
+        lines += _Job(
+            job_id, str(raw), state, code, "polar" if gpus else "batch", node, elapsed,
+            limit_min, times, cpus, tres, cpu_time, rss, "/lustre/fsw/users/researcher/work",
+            name,
+        ).lines()  # fmt: skip
     for job in jobs:
         for attempt in job.attempts:
             if not attempt.slurm_job_id or not attempt.start_time:
@@ -141,48 +130,11 @@ def fake_sacct_text(now: float, jobs: list[JobRecord], size: int = FAKE_HISTORY_
             cpu_time = format_duration(int(cpus * elapsed * 0.62)) + ".000"
             tres = f"billing={cpus},cpu={cpus},gres/gpu={gpus},node={job.spec.get('num_nodes', 1)}"
             times = (_ts(queued), _ts(begin), _ts(ended) if ended else "Unknown")
-            lines.append(
-                _line(
-                    attempt.slurm_job_id,
-                    attempt.slurm_job_id,
-                    attempt.state,
-                    attempt.exit_code or "0:0",
-                    attempt.partition,
-                    attempt.nodes,
-                    elapsed,
-                    limit_min,
-                    *times,
-                    cpus,
-                    tres,
-                    cpu_time,
-                    "",
-                    "None",
-                    "researcher",
-                    job.base_results_dir,
-                    job.id,
-                )
-            )
-            lines.append(
-                _line(
-                    f"{attempt.slurm_job_id}.batch",
-                    f"{attempt.slurm_job_id}.batch",
-                    attempt.state,
-                    attempt.exit_code or "0:0",
-                    "",
-                    attempt.nodes,
-                    elapsed,
-                    "",
-                    *times,
-                    cpus,
-                    tres,
-                    cpu_time,
-                    "21480M",
-                    "",
-                    "",
-                    "",
-                    "batch",
-                )
-            )
+            lines += _Job(
+                attempt.slurm_job_id, attempt.slurm_job_id, attempt.state,
+                attempt.exit_code or "0:0", attempt.partition, attempt.nodes, elapsed, limit_min,
+                times, cpus, tres, cpu_time, "21480M", job.base_results_dir, job.id,
+            ).lines()  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

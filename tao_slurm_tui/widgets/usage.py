@@ -9,7 +9,7 @@ from tao_slurm_tui.core.slurm import format_duration
 
 
 def usage_lines(usage: Usage) -> list[Text]:
-    """Elapsed vs limit, CPU efficiency, GPU-hours, peak memory, queue wait, and the hint."""
+    """Elapsed vs limit and queue wait; CPU efficiency and peak memory; GPU-hours; the hint."""
     elapsed = format_duration(usage.elapsed_s) or "-"
     limit = format_duration(usage.time_limit_s) or "no limit"
     share = f" ({usage.limit_fraction:.0%})" if usage.limit_fraction is not None else ""
@@ -22,11 +22,12 @@ def usage_lines(usage: Usage) -> list[Text]:
         if eff is not None
         else f"CPU efficiency unknown ({usage.alloc_cpus} CPUs)"
     )
-    if usage.gpus:
-        second.append(f" · {usage.gpu_hours:.2f} GPU-hours ({usage.gpus} GPUs)")
     if usage.peak_rss_bytes is not None:
         second.append(f" · peak memory {format_memory(usage.peak_rss_bytes)}")
     lines = [first, second]
+    if usage.gpus:
+        gpus = f"{usage.gpus} GPU" + ("" if usage.gpus == 1 else "s")
+        lines.append(Text(f"{usage.gpu_hours:.2f} GPU-hours ({gpus} x elapsed)"))
     if usage.hint:
         lines.append(Text(f"Hint: {usage.hint}", style="bold yellow", overflow="fold"))
     return lines

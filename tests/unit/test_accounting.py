@@ -32,8 +32,8 @@ from tao_slurm_tui.core.accounting import (
     window_words,
 )
 
-GOLDEN = Path(__file__).parent / "golden"
-ODD = (GOLDEN / "sacct_history_odd.txt").read_text()
+RECORDED = Path(__file__).parent / "recorded"
+ODD = (RECORDED / "sacct_history_odd.txt").read_text()
 
 
 def _by_id(text: str = ODD) -> dict[str, HistoryEntry]:
@@ -432,7 +432,7 @@ def test_recorded_sandbox_lines() -> None:
     """Lines recorded on the sandbox (SLURM 22.05.8, jobacct_gather/linux): no extern step,
     MaxRSS empty for jobs shorter than the 30 s gather interval, the allocation's TotalCPU the
     sum of its steps."""
-    entries, messages = parse_entries((GOLDEN / "sacct_history_sandbox.txt").read_text())
+    entries, messages = parse_entries((RECORDED / "sacct_history_sandbox.txt").read_text())
     assert messages == []
     ok, cancelled = entries
     assert ok.usage.total_cpu_s == pytest.approx(0.151)
