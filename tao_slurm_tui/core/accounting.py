@@ -36,6 +36,7 @@ from tao_slurm_tui.core.slurm import (
     clean_time,
     format_duration,
     normalize_state,
+    parse_duration,
 )
 
 # ----------------------------------------------------------------------------------- fields
@@ -104,26 +105,13 @@ def parse_cpu_time(text: str) -> float | None:
 
     ``00:19.876`` → 19.876, ``01:02:03`` → 3723, ``1-00:00:00`` → 86400.
     """
-    value = text.strip()
-    if not value:
+    whole, dot, fraction = text.strip().partition(".")
+    if ":" not in whole or (dot and not fraction.isdigit()):
         return None
-    days = 0
-    if "-" in value:
-        day_part, _, value = value.partition("-")
-        if not day_part.isdigit():
-            return None
-        days = int(day_part)
-    parts = value.split(":")
-    if not 1 <= len(parts) <= 3:
+    seconds = parse_duration(whole)
+    if seconds is None:
         return None
-    parts = ["0"] * (3 - len(parts)) + parts
-    try:
-        hours, minutes, seconds = int(parts[0]), int(parts[1]), float(parts[2])
-    except ValueError:
-        return None
-    if min(hours, minutes, seconds) < 0 or math.isnan(seconds):
-        return None
-    return days * 86400 + hours * 3600 + minutes * 60 + seconds
+    return seconds + (float(f"0.{fraction}") if fraction else 0.0)
 
 
 def parse_memory(text: str) -> int | None:
