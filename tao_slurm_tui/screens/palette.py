@@ -25,6 +25,9 @@ class PaletteActions(Protocol):
     def action_queue(self) -> None:
         """Back to the queue."""
 
+    def action_history(self) -> None:
+        """Open the SLURM history."""
+
     def action_logs(self) -> None:
         """Logs of the selected job."""
 

@@ -28,7 +28,7 @@ from tao_slurm_tui.core.accounting import (
 )
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import BadInput, OperationFailed
-from tao_slurm_tui.remote.connection import Connection
+from tao_slurm_tui.remote.connection import Remote
 from tao_slurm_tui.services.store import JobStore
 
 USAGE_CHUNK = 500
@@ -38,7 +38,7 @@ USAGE_CHUNK = 500
 class HistoryService:
     """History pages, usage figures and output paths for one profile."""
 
-    def __init__(self, conn: Connection, store: JobStore, profile_name: str) -> None:
+    def __init__(self, conn: Remote, store: JobStore, profile_name: str) -> None:
         """Use ``conn`` for the remote commands and ``store`` to link TAO records."""
         self.conn = conn
         self.store = store
