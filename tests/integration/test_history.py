@@ -148,7 +148,14 @@ def test_our_jobs_are_linked_to_their_tao_record(sandbox_profile: Profile, tmp_p
                 assert job.status is TaoStatus.COMPLETE
                 service = HistoryService(conn, store, PROFILE)
                 entry = await _wait_accounted(service, job.slurm_job_id)
-                page = await service.page(HistoryQuery(since="now-1hours", name=name))
+                # A window query can trail `sacct -j` on a busy slurmdbd (seen on the shared
+                # sandbox): the history shows the job once accounting lists it; wait for that.
+                deadline = time.monotonic() + 120
+                while True:
+                    page = await service.page(HistoryQuery(since="now-1hours", name=name))
+                    if page.entries or time.monotonic() > deadline:
+                        break
+                    await asyncio.sleep(3)
                 assert [e.job_id for e in page.entries] == [job.slurm_job_id]
                 assert service.links()[entry.raw_id].id == name
                 usage = await service.job_usage([job])
