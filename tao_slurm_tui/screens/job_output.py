@@ -13,7 +13,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 
-from tao_slurm_tui.core.accounting import HistoryEntry, JobOutput
+from tao_slurm_tui.core.accounting import HistoryEntry
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.widgets.app_header import AppHeader
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, JobOutput, Usage
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport

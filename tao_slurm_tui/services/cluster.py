@@ -17,7 +17,8 @@ from functools import cached_property
 from typing import Any
 
 from tao_slurm_tui.config import Config, state_db_path
-from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, JobOutput, Usage
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport

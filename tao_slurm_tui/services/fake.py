@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, JobOutput, Usage
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import (
     Attempt,
     HostKeyInfo,

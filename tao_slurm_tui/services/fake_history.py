@@ -17,12 +17,11 @@ from tao_slurm_tui.core.accounting import (
     HistoryEntry,
     HistoryPage,
     HistoryQuery,
-    JobOutput,
-    default_output_path,
     parse_entries,
     summarize,
     window_words,
 )
+from tao_slurm_tui.core.job_output import JobOutput, default_output_path
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.slurm import SEP, format_duration
 

@@ -16,16 +16,14 @@ from tao_slurm_tui.core.accounting import (
     HistoryEntry,
     HistoryPage,
     HistoryQuery,
-    JobOutput,
     Usage,
     history_command,
-    job_output_command,
     links_by_slurm_id,
     parse_history_output,
-    parse_job_output,
     usage_command,
     window_words,
 )
+from tao_slurm_tui.core.job_output import JobOutput, job_output_command, parse_job_output
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.connection import Remote

@@ -14,15 +14,12 @@ from tao_slurm_tui.core.accounting import (
     HistoryEntry,
     HistoryQuery,
     Usage,
-    default_output_path,
     format_memory,
     gpus_from_tres,
     history_command,
-    job_output_command,
     parse_cpu_time,
     parse_entries,
     parse_history_output,
-    parse_job_output,
     parse_memory,
     parse_since,
     parse_states,
@@ -31,6 +28,7 @@ from tao_slurm_tui.core.accounting import (
     usage_command,
     window_words,
 )
+from tao_slurm_tui.core.job_output import default_output_path, job_output_command, parse_job_output
 
 RECORDED = Path(__file__).parent / "recorded"
 ODD = (RECORDED / "sacct_history_odd.txt").read_text()
