@@ -83,6 +83,18 @@ async def help_screen(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("question_mark")
 
 
+async def history(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("h")
+    await _settle(app, pilot)
+    await pilot.press("down", "down", "down", "down", "down", "down", "down", "down")
+
+
+async def history_output(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await history(app, pilot)
+    await _settle(app, pilot)
+    await pilot.press("down", "down", "down", "l")
+
+
 SHOTS: dict[str, Step] = {
     "queue": queue,
     "composer": composer,
@@ -92,6 +104,8 @@ SHOTS: dict[str, Step] = {
     "logs": logs,
     "onboarding": onboarding,
     "help": help_screen,
+    "history": history,
+    "history-output": history_output,
 }
 
 

@@ -31,7 +31,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STYLESHEETS = ("app", "queue", "composer", "logs", "onboarding", "modals", "help", "capacity")
+STYLESHEETS = (
+    "app",
+    "queue",
+    "composer",
+    "logs",
+    "onboarding",
+    "modals",
+    "help",
+    "capacity",
+    "history",
+)
 """One .tcss per screen (every rule prefixed by the screen's class)."""
 
 
@@ -182,6 +192,13 @@ class TaoSlurmApp(App[None]):
             self.run_worker(overview.close(), group="close", exit_on_error=False)
 
         self.push_screen(OverviewScreen(self.ctx, overview), chosen)
+
+    def action_history(self) -> None:
+        """Open the SLURM history (every job of the user, with usage)."""
+        from tao_slurm_tui.screens.history import HistoryScreen
+
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen(self.ctx))
 
     def action_queue(self) -> None:
         """Back to the queue (the bottom screen)."""

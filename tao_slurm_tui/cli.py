@@ -30,6 +30,7 @@ _HELP = {
     "creds": "install the NGC key into the remote enroot credentials (from stdin)",
     "config": "config file helpers (config path)",
     "capacity": "free/allocated GPUs per partition and type, the largest free block, your share",
+    "history": "your jobs from sacct (also those not submitted here) with what they used",
 }
 
 

@@ -16,4 +16,5 @@ VERBS: dict[str, str] = {
     "creds": "creds",
     "config": "config_cmd",
     "capacity": "capacity",
+    "history": "history",
 }

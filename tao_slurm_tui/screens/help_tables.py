@@ -45,6 +45,8 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
     # Imported here: the screens import this module for the help screen.
     from tao_slurm_tui.screens.capacity import CapacityScreen
     from tao_slurm_tui.screens.composer import ComposerScreen
+    from tao_slurm_tui.screens.history import HistoryScreen
+    from tao_slurm_tui.screens.job_output import JobOutputScreen
     from tao_slurm_tui.screens.logs import LogsScreen
     from tao_slurm_tui.screens.onboarding import OnboardingScreen
     from tao_slurm_tui.screens.overview import OverviewScreen
@@ -61,6 +63,8 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
         ("Onboarding", OnboardingScreen.BINDINGS),
         ("GPUs free", CapacityScreen.BINDINGS),
         ("All clusters", OverviewScreen.BINDINGS),
+        ("History", HistoryScreen.BINDINGS),
+        ("Job output (history)", JobOutputScreen.BINDINGS),
     ]
     tables: list[tuple[str, list[KeyRow]]] = []
     for title, bindings in groups:

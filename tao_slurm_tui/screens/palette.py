@@ -25,6 +25,9 @@ class PaletteActions(Protocol):
     def action_queue(self) -> None:
         """Back to the queue."""
 
+    def action_history(self) -> None:
+        """Open the SLURM history."""
+
     def action_logs(self) -> None:
         """Logs of the selected job."""
 
@@ -53,6 +56,11 @@ class TaoCommands(Provider):
             ("New job", "Open the composer with the profile's defaults", app.action_new_job),
             ("Queue", "Go to the job queue (home)", app.action_queue),
             ("Logs of selected job", "Follow main.out / main.err", app.action_logs),
+            (
+                "History",
+                "Every job of yours from SLURM accounting, with what it used",
+                app.action_history,
+            ),
             ("Doctor", "Check the set-up and fix what fails", app.action_doctor),
             ("GPUs free", "Capacity per partition: free GPUs, largest block", app.action_capacity),
             ("All clusters", "Your jobs and free GPUs on every profile", app.action_overview),

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input
 
+from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.composer import ComposerScreen
@@ -74,6 +75,8 @@ class QueueScreen(Screen[None]):
         """Consecutive failed polls (drives the backoff)."""
         self.polled_ok = False
         """True once a poll reached the cluster."""
+        self.usage: dict[str, Usage] = {}
+        """What finished jobs used (fetched once per job, when its detail is shown)."""
         self._select: str | None = None
         self._timer: Timer | None = None
         self._suspended = True
@@ -189,21 +192,29 @@ class QueueScreen(Screen[None]):
 
     def _show_detail(self) -> None:
         job_id = self.table.cursor_job_id
-        self.detail.show(self.all_jobs.get(job_id) if job_id else None)
+        job = self.all_jobs.get(job_id) if job_id else None
+        self.detail.show(job, self.usage.get(job_id or ""))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """Show the highlighted job and fetch its full attempt history."""
         job_id = event.row_key.value
         if job_id is not None:
-            self.detail.show(self.all_jobs.get(job_id))
+            self.detail.show(self.all_jobs.get(job_id), self.usage.get(job_id))
             self.load_detail(job_id)
 
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def load_detail(self, job_id: str) -> None:
-        """Replace the pane's content with the job's full history (if still selected)."""
+        """Replace the pane's content with the job's full history (if still selected), and
+        for a finished job what it used (one accounting call, remembered)."""
         job = await self.ctx.backend.job_detail(job_id)
+        if job.status.terminal and job_id not in self.usage:
+            try:
+                self.usage.update(await self.ctx.backend.job_usage([job_id]))
+            except TaoError as error:
+                # The figures are extra: say why they are missing, keep the pane.
+                self.notify(f"No usage figures for {job_id}: {error}", severity="warning")
         if self.table.cursor_job_id == job_id:
-            self.detail.show(job)
+            self.detail.show(job, self.usage.get(job_id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter opens the logs."""

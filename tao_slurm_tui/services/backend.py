@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -150,6 +152,34 @@ class Backend(Protocol):
 
         Raises:
             BadInput: no job has this id.
+        """
+        ...
+
+    async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
+        """What the given finished jobs used (latest attempt), by TAO id; one sacct call.
+
+        Jobs that are not finished, or that accounting does not know, are absent.
+
+        Raises:
+            OperationFailed: sacct failed or the cluster could not be reached.
+        """
+        ...
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """One page of the user's SLURM history (every job, not only ours): one sacct call.
+
+        Raises:
+            BadInput: the query is invalid.
+            OperationFailed: sacct failed or the cluster could not be reached.
+        """
+        ...
+
+    async def job_output(self, entry: HistoryEntry) -> JobOutput:
+        """Where a (foreign) job wrote StdOut/StdErr and the end of each readable file.
+
+        Raises:
+            BadInput: the entry has no SLURM id to look up.
+            OperationFailed: the cluster could not be reached.
         """
         ...
 

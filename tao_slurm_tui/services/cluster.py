@@ -17,7 +17,9 @@ from functools import cached_property
 from typing import Any
 
 from tao_slurm_tui.config import Config, state_db_path
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -31,6 +33,7 @@ from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
+from tao_slurm_tui.services.history import HistoryService
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import run_doctor
@@ -79,6 +82,11 @@ class ClusterBackend:
     def submitter(self) -> Submitter:
         """Stages and submits over the one connection."""
         return Submitter(self.conn, self.store, self._name, self._profile)
+
+    @cached_property
+    def history(self) -> HistoryService:
+        """The user's SLURM history and usage over the one connection."""
+        return HistoryService(self.conn, self.store, self._name)
 
     @cached_property
     def monitor(self) -> Monitor:
@@ -168,6 +176,21 @@ class ClusterBackend:
         """scancel every attempt of the job."""
         self.store.require(self._name, job_id)
         return await self.monitor.cancel(job_id)
+
+    # ------------------------------------------------------------------ history
+
+    async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
+        """What the finished jobs used, by TAO id (one sacct call)."""
+        jobs = [job for i in job_ids if (job := self.store.get(self._name, i)) is not None]
+        return await self.history.job_usage(jobs)
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """One page of the user's SLURM history (one sacct call)."""
+        return await self.history.page(query)
+
+    async def job_output(self, entry: HistoryEntry) -> JobOutput:
+        """A job's StdOut/StdErr paths and the end of each (one call)."""
+        return await self.history.job_output(entry)
 
     # ------------------------------------------------------------------ composer
 

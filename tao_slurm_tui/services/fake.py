@@ -14,7 +14,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import (
     Attempt,
     HostKeyInfo,
@@ -38,6 +40,7 @@ from tao_slurm_tui.services.backend import (
     SubmitStage,
 )
 from tao_slurm_tui.services.fake_capacity import fake_capacity, fake_start_estimate
+from tao_slurm_tui.services.fake_history import FakeHistory
 
 FROZEN_TIME = 1_778_400_000.0
 """The fake's default 'now' (a fixed instant, so screens render identically every run)."""
@@ -295,6 +298,10 @@ class FakeBackend:
         """How many capacity refreshes ran."""
         self.estimate_count = 0
         """How many start estimates ran."""
+        self.history = FakeHistory(self.clock(), list(self._jobs.values()))
+        """The fake SLURM history (about 1,000 foreign jobs plus the seeded ones)."""
+        self.history_gate: asyncio.Event | None = None
+        """When set, each history page waits for this event (a slow cluster, for tests)."""
 
     # ---------------------------------------------------------------- profile & connection
     @property
@@ -396,6 +403,30 @@ class FakeBackend:
         return job
 
     # ---------------------------------------------------------------- composer
+    # ---------------------------------------------------------------- history
+    async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
+        """Usage of the finished jobs' latest attempts, from the fake history."""
+        await asyncio.sleep(0)
+        by_id = {e.raw_id: e for e in self.history.entries}
+        found: dict[str, Usage] = {}
+        for job_id in job_ids:
+            job = self._jobs.get(job_id)
+            if job is not None and job.status.terminal and job.slurm_job_id in by_id:
+                found[job_id] = by_id[job.slurm_job_id].usage
+        return found
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """One page of the fake history."""
+        if self.history_gate is not None:
+            await self.history_gate.wait()
+        await asyncio.sleep(0)
+        return self.history.page(query)
+
+    async def job_output(self, entry: HistoryEntry) -> JobOutput:
+        """A plausible StdOut of a foreign job."""
+        await asyncio.sleep(0)
+        return self.history.output(entry)
+
     def default_spec(self) -> dict[str, Any]:
         """A new spec with the profile's defaults."""
         return default_spec(self._profile, name="new-job")

@@ -7,8 +7,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.slurm import explain_reason
+from tao_slurm_tui.widgets.usage import usage_lines
 
 
 def job_paths(job: JobRecord) -> dict[str, str]:
@@ -21,8 +23,9 @@ def job_paths(job: JobRecord) -> dict[str, str]:
     return paths
 
 
-def render_detail(job: JobRecord) -> RenderableType:
-    """A renderable describing ``job`` (plain text only; no markup is parsed)."""
+def render_detail(job: JobRecord, usage: Usage | None = None) -> RenderableType:
+    """A renderable describing ``job`` (plain text only; no markup is parsed), with what it
+    used once it finished (``usage``, from accounting)."""
     head = Text(no_wrap=True, overflow="ellipsis")
     # Spaces end the styled piece instead of starting the next: SVG renderers (rsvg, used for
     # the screenshots) drop leading spaces of a <text>, gluing "job-idRunning" together.
@@ -45,6 +48,8 @@ def render_detail(job: JobRecord) -> RenderableType:
         if progress.kpi:
             line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
         parts.append(Text(line))
+    if usage is not None:
+        parts.extend(usage_lines(usage))
     for label, path in job_paths(job).items():
         parts.append(Text(f"{label + ':':9}{path}", no_wrap=True, overflow="ellipsis"))
     if job.attempts:
@@ -85,9 +90,9 @@ class JobDetail(Static):
     }
     """
 
-    def show(self, job: JobRecord | None) -> None:
-        """Display ``job`` (or a hint when nothing is selected)."""
+    def show(self, job: JobRecord | None, usage: Usage | None = None) -> None:
+        """Display ``job`` with its ``usage`` if known (or a hint when nothing is selected)."""
         if job is None:
             self.update(Text("No job selected. Press n to compose one.", style="italic"))
         else:
-            self.update(render_detail(job))
+            self.update(render_detail(job, usage))
