@@ -85,8 +85,15 @@ class JobDetail(Static):
     }
     """
 
+    _shown: JobRecord | bool | None = False
+    """What is displayed (False: nothing yet)."""
+
     def show(self, job: JobRecord | None) -> None:
-        """Display ``job`` (or a hint when nothing is selected)."""
+        """Display ``job`` (or a hint when nothing is selected); the same again is a no-op (a
+        quiet poll must not re-render and re-lay-out the pane)."""
+        if self._shown is not False and (job is self._shown or job == self._shown):
+            return
+        self._shown = job
         if job is None:
             self.update(Text("No job selected. Press n to compose one.", style="italic"))
         else:
