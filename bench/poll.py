@@ -282,7 +282,9 @@ async def main() -> None:
     write_results("poll", text)
 
 
-def report(rows: list[dict[str, float]], seconds: float) -> str:
+def report(
+    rows: list[dict[str, float]], seconds: float, load: float | None = None, when: str = ""
+) -> str:
     """The table and the targets of issue 14, met or not with the measured reason."""
     lines = []
     for r in rows:
@@ -345,7 +347,10 @@ def report(rows: list[dict[str, float]], seconds: float) -> str:
                 f"{label}, {n:,} jobs: faster than ControlMaster + squeue",
                 r["steady"] < r["cm"],
                 f"{fmt_s(r['steady'])} vs {fmt_s(r['cm'])}",
-                "squeue's own time dominates both",
+                f"our squeue alone (`-t all`, 12 `-O` fields, ended jobs included) takes "
+                f"{fmt_s(r['squeue'])} on the shell, the power user's plain `squeue -u $USER` "
+                f"with ssh spawn and channel {fmt_s(r['cm'])}; parsing and merging "
+                f"{n:,} stored jobs adds {fmt_s(max(0.0, r['steady'] - r['squeue']))}",
             )
             target(
                 f"{label}, {n:,} jobs: tick after jobs finished <= 2x steady",
@@ -353,11 +358,12 @@ def report(rows: list[dict[str, float]], seconds: float) -> str:
                 f"{r['after'] / r['steady']:.2f}x",
                 "merging the finished jobs",
             )
-    load = os.getloadavg()[0]
+    load = os.getloadavg()[0] if load is None else load
     return "\n\n".join(
         [
             "## Polling (`bench/poll.py`)",
-            f"Measured {time.strftime('%Y-%m-%d %H:%M')} on the sandbox, all rows in one run of "
+            f"Measured {when or time.strftime('%Y-%m-%d %H:%M')} on the sandbox, all rows in one "
+            "run of "
             f"{seconds:.0f} s (load average {load:.1f} on {os.cpu_count()} cores from other "
             "work: absolute times are inflated, compare within a row). Half the stored jobs "
             "live (held, PENDING), half ended (stored as such); medians of "
