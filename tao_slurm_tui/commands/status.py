@@ -96,6 +96,8 @@ async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -
         error = ""
         try:
             jobs = await backend.refresh(connect=False)
+            if await backend.followup():  # sacct's answer about jobs squeue no longer lists
+                jobs = await backend.refresh(connect=False)
         except TaoError as exc:
             error = str(exc)
             jobs = backend.jobs()

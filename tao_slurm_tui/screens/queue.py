@@ -26,6 +26,8 @@ from tao_slurm_tui.widgets.job_table import JobTable, job_plain_cells
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
+FIRST_ROWS = 200
+"""Rows the first frame gets (more than any terminal shows); the rest follow right after."""
 
 _SEVERITY = {
     "finished": "information",
@@ -96,16 +98,25 @@ class QueueScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Show what the store has at once; the first poll follows on resume."""
+        """Show what the store has at once; the first poll follows on resume.
+
+        A big queue shows its first screenful of rows in the first frame and the rest right
+        after it (adding 2,000 DataTable rows takes a while; nobody sees row 2,000 first).
+        """
         self.query_one("#detail-box").border_title = "Details"
-        self._apply(self.ctx.backend.jobs(), announce=False)
+        self.all_jobs = {job.id: job for job in self.ctx.backend.jobs()}
+        self._show(limit=FIRST_ROWS)
+        if len(self.table.jobs) < len(self._visible()):
+            self.call_after_refresh(self._show)
         self.table.focus()
 
     # ------------------------------------------------------------------ poller
     def on_screen_resume(self) -> None:
-        """Visible again: poll now and keep polling."""
+        """Visible again: poll as soon as this frame is drawn, and keep polling."""
         self._suspended = False
-        self.poll()
+        # After the refresh: a poll that answers at once (a big queue, a fast cluster) must
+        # not hold up the first frame with the rows the store already has.
+        self.call_after_refresh(self.poll)
 
     def on_screen_suspend(self) -> None:
         """Hidden: stop polling (a poll in flight finishes but is not re-armed)."""
@@ -148,6 +159,10 @@ class QueueScreen(Screen[None]):
             self.failures = 0
             self.polled_ok = True
             self._apply(jobs)
+            # The screen is up to date; if the poll asked sacct in the background (jobs that
+            # ended), poll again as soon as its answer is in rather than a whole interval later.
+            if await self.ctx.backend.followup():
+                delay = 0.05
         finally:
             self.query_one(AppHeader).refresh()
             if rearm:
@@ -173,8 +188,8 @@ class QueueScreen(Screen[None]):
         self._select = job_id
         self._show()
 
-    def _show(self) -> None:
-        self.table.apply(self._visible())
+    def _show(self, limit: int | None = None) -> None:
+        self.table.apply(self._visible()[:limit])
         if self._select is not None and self._select in self.table.jobs:
             self.table.move_cursor(row=self.table.get_row_index(self._select))
             self._select = None

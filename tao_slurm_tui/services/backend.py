@@ -132,6 +132,14 @@ class Backend(Protocol):
         """
         ...
 
+    async def followup(self) -> bool:
+        """Wait for the background accounting query the last :meth:`refresh` started, if any.
+
+        Returns:
+            True when it brought news, so the caller should refresh again at once.
+        """
+        ...
+
     def jobs(self) -> list[JobRecord]:
         """Every job of the profile from the store (newest first), without the network."""
         ...
@@ -356,7 +364,7 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
     events: list[Transition] = []
     for job in after:
         old = before.get(job.id)
-        if old is None:
+        if old is None or old is job:  # the same record: nothing happened to it
             continue
         if job.retries > old.retries:
             events.append(

@@ -164,6 +164,10 @@ class ClusterBackend:
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))
 
+    async def followup(self) -> bool:
+        """Wait for the monitor's background sacct follow-up (see ``Monitor.wait_followup``)."""
+        return await self.monitor.wait_followup()
+
     def jobs(self) -> list[JobRecord]:
         """Every job of the profile, newest first, from the store only."""
         return list(reversed(self.store.list_jobs(self._name)))
@@ -350,6 +354,8 @@ class ClusterBackend:
             if on_refresh_error is not None:
                 try:
                     await self.monitor.tick()
+                    if await self.monitor.wait_followup():
+                        await self.monitor.tick()  # sacct's answer about a job that ended
                 except TaoError as exc:
                     on_refresh_error(exc)
             return self.store.require(self._name, job_id)

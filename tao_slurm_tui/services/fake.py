@@ -350,6 +350,10 @@ class FakeBackend:
             callback(state)
 
     # ---------------------------------------------------------------- jobs
+    async def followup(self) -> bool:
+        """The fake answers everything in :meth:`refresh`: never a follow-up."""
+        return False
+
     async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
         """Advance the running job by one epoch and return every job."""
         await asyncio.sleep(0)

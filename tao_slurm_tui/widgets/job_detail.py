@@ -90,8 +90,16 @@ class JobDetail(Static):
     }
     """
 
+    _shown: tuple[JobRecord | None, Usage | None] | bool = False
+    """What is displayed, with its usage (False: nothing yet)."""
+
     def show(self, job: JobRecord | None, usage: Usage | None = None) -> None:
-        """Display ``job`` with its ``usage`` if known (or a hint when nothing is selected)."""
+        """Display ``job`` with its ``usage`` if known (or a hint when nothing is selected); the
+        same again is a no-op (a quiet poll must not re-render and re-lay-out the pane)."""
+        shown = (job, usage)
+        if self._shown is not False and self._shown == shown:
+            return
+        self._shown = shown
         if job is None:
             self.update(Text("No job selected. Press n to compose one.", style="italic"))
         else:
