@@ -32,6 +32,8 @@ DEFAULT_PARTITIONS = "polar,polar3,polar4,grizzly"
 #: Where results go when the profile does not say (the platform's convention).
 DEFAULT_RESULTS_TEMPLATE = "/lustre/fsw/portfolios/edgeai/users/{user}"
 
+_REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+
 
 class ConfigError(Exception):
     """A configuration problem, explained in one sentence for the user."""
@@ -80,6 +82,9 @@ class Profile(BaseModel):
     """Stop instead of falling back to the registry image when a conversion fails."""
     force_reconvert_latest: bool = False
     """Convert ``:latest`` images again instead of reusing the cached SQSH."""
+    registry_hosts: list[str] = Field(default_factory=lambda: ["nvcr.io", "authn.nvidia.com"])
+    """Registry hosts (no port) the NGC key is written for in the enroot credentials (comma list
+    in ``config set-profile``); add a site's own NGC-style registry here."""
     connect_timeout: float = Field(default=10.0, gt=0)
     """Seconds to wait for one login host before trying the next."""
     command_timeout: float = Field(default=60.0, gt=0)
@@ -90,6 +95,20 @@ class Profile(BaseModel):
     def _split_hosts(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @field_validator("registry_hosts", mode="before")
+    @classmethod
+    def _split_registry_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [h.strip() for h in value.split(",") if h.strip()]
+        if isinstance(value, list):
+            for host in value:
+                if not isinstance(host, str) or not _REGISTRY_HOST_RE.match(host):
+                    raise ValueError(
+                        f"{host!r} is not a registry host name; write it without scheme or port,"
+                        " e.g. nvcr.io"
+                    )
         return value
 
     @property
