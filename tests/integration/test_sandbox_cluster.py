@@ -106,6 +106,9 @@ def test_status_reports_everything_up() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     up = {tuple(line.split()[:2]) for line in result.stdout.splitlines()}
-    for daemon in ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sshd"):
+    nodes = sandbox.info()["nodes"]
+    assert len(nodes) >= 2
+    daemons = ["munged", "mariadbd", "slurmdbd", "slurmctld", "registry", "sshd"]
+    for daemon in daemons + [f"slurmd-{node}" for node in nodes]:
         assert (daemon, "up") in up, result.stdout
-    assert "ssh        ok" in result.stdout
+    assert ("registry", "ok") in up and ("ssh", "ok") in up, result.stdout
