@@ -82,6 +82,11 @@ class Profile(BaseModel):
     """Stop instead of falling back to the registry image when a conversion fails."""
     force_reconvert_latest: bool = False
     """Convert ``:latest`` images again instead of reusing the cached SQSH."""
+    max_timeout_requeues: int = Field(default=5, ge=0)
+    """Self-requeues after the command ran for ``timeout_hours`` (apart from the retry budget of
+    infrastructure failures)."""
+    sqsh_conversion_minutes: int = Field(default=120, ge=1)
+    """Wall time of a SQSH conversion job in minutes (capped by the partition's MaxTime)."""
     registry_hosts: list[str] = Field(default_factory=lambda: ["nvcr.io", "authn.nvidia.com"])
     """Registry hosts (no port) the NGC key is written for in the enroot credentials (comma list
     in ``config set-profile``); add a site's own NGC-style registry here."""
