@@ -452,7 +452,7 @@ FAKE_SCONTROL = """#!/bin/bash
 echo "scontrol $*" >>"$FAKE_CALLS"
 if [ "$1 $2" = "show hostname" ]; then printf 'node1\\nnode2\\n'; fi
 if [ "$1 $2" = "show hostnames" ]; then printf '%s\\n' "$3" | tr ',' '\\n'; fi
-if [ "$1 $2" = "show job" ]; then echo "   ReqNodeList=(null) ExcNodeList=${FAKE_EXCLUDED:-(null)}"; fi
+if [ "$1 $2" = "show job" ]; then echo "ExcNodeList=${FAKE_EXCLUDED:-(null)}"; fi
 # Like SLURM: requeueing a running job sends SIGTERM to its batch script (our parent).
 if [ "$1" = requeue ]; then kill -TERM "$PPID"; fi
 """
