@@ -223,6 +223,8 @@ class _Work:
     need_status: bool = False
     need_logs: bool = False
     need_requeue_reason: bool = False
+    requeued_from: str = ""
+    """Nodes the attempt ran on before SLURM requeued it (named in the event)."""
     out_tail: list[str] | None = None
     err_tail: list[str] | None = None
     requeue_reason: str = ""
@@ -359,6 +361,7 @@ class Monitor:
             if snap.restarts > attempt.restarts:
                 job.attempts[-1] = replace(attempt, restarts=snap.restarts)
                 w.need_requeue_reason = True
+                w.requeued_from = w.requeued_from or attempt.nodes
             return
         updated = snap.apply_to(attempt)  # drops waiting reasons once the job left PENDING
         if (
@@ -372,6 +375,7 @@ class Monitor:
             self._probe.add(slurm_id)
         if updated.restarts > attempt.restarts:
             w.need_requeue_reason = True
+            w.requeued_from = w.requeued_from or attempt.nodes
         job.attempts[-1] = updated
         job.slurm_state = snap.state
         mapped = snap.mapped
@@ -495,8 +499,10 @@ class Monitor:
         attempt = job.attempts[-1]
         if w.need_requeue_reason:
             why = _requeue_why(w.requeue_reason)
-            text = f"SLURM requeued job {attempt.slurm_job_id} (restart {attempt.restarts})" + (
-                f": {why}" if why else "."
+            where = f" after it ran on {w.requeued_from}" if w.requeued_from else ""
+            text = (
+                f"SLURM requeued job {attempt.slurm_job_id} (restart {attempt.restarts}){where}"
+                + (f": {why}" if why else ".")
             )
             job.message = text
             w.events.append(MonitorEvent(job.id, "requeued", text))
