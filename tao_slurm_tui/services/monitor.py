@@ -411,7 +411,7 @@ class Monitor:
             job.message = f"The job was {snap.state.lower()} in SLURM."
         elif mapped.status is TaoStatus.ERROR:
             job.message = retry_rules.classify(
-                snap.state, None, job.retries, self.max_retries
+                snap.state, None, job.infra_retries, self.max_retries
             ).reason
 
     def _fold_status(self, job: JobRecord, text: str) -> StatusSummary:
@@ -499,6 +499,10 @@ class Monitor:
         attempt = job.attempts[-1]
         if w.need_requeue_reason:
             why = _requeue_why(w.requeue_reason)
+            if why.startswith("timeout after"):
+                # The script's timeout requeue: its own cap, not the infrastructure budget.
+                job.attempts[-1] = replace(attempt, timeout_restarts=attempt.timeout_restarts + 1)
+                attempt = job.attempts[-1]
             where = f" after it ran on {w.requeued_from}" if w.requeued_from else ""
             text = (
                 f"SLURM requeued job {attempt.slurm_job_id} (restart {attempt.restarts}){where}"
@@ -529,7 +533,7 @@ class Monitor:
         tails = None
         if w.out_tail is not None or w.err_tail is not None:
             tails = [*(w.out_tail or []), *(w.err_tail or [])]
-        decision = retry_rules.classify(attempt.state, tails, job.retries, self.max_retries)
+        decision = retry_rules.classify(attempt.state, tails, job.infra_retries, self.max_retries)
         if not decision.retry:
             job.status = TaoStatus.ERROR
             job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
@@ -569,7 +573,7 @@ class Monitor:
         fresh = self.store.require(self.profile_name, job.id)
         fresh.status = TaoStatus.PENDING
         fresh.slurm_state = "PENDING"
-        fresh.message = f"Retry {fresh.retries} of {self.max_retries}: {decision.reason}"
+        fresh.message = f"Retry {fresh.infra_retries} of {self.max_retries}: {decision.reason}"
         w.job = fresh
         text = (
             f"{job.id} was retried as SLURM job {new.slurm_job_id}"
