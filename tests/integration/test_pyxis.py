@@ -39,6 +39,7 @@ from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.credentials import install_ngc_credentials
 from tao_slurm_tui.services.store import JobStore
 from tests import sandbox
+from tests.integration.conftest import harness
 from tests.integration.monitor_helpers import PROFILE, Harness, unique
 
 pytestmark = pytest.mark.slow
@@ -100,14 +101,8 @@ async def good_key(pyxis_profile: Profile) -> AsyncIterator[None]:
 @pytest.fixture
 async def ph(pyxis_profile: Profile) -> AsyncIterator[Harness]:
     """Monitor harness on the Pyxis profile, with the state DB the CLI verbs read."""
-    store = JobStore(state_db_path())
-    async with Connection(pyxis_profile) as conn:
-        harness = Harness(conn, store, pyxis_profile)
-        try:
-            yield harness
-        finally:
-            await harness.cleanup()
-            store.close()
+    async with harness(pyxis_profile, JobStore(state_db_path())) as h:
+        yield h
 
 
 def write_config(tmp_path: Path, profile: Profile) -> str:
