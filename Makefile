@@ -23,7 +23,7 @@ $(BIN)/tao-slurm-tui: pyproject.toml
 venv: $(BIN)/tao-slurm-tui ## Create .venv and install the app with its test extra
 
 .PHONY: cluster-up
-cluster-up: ## Install (apt) and start the sandbox SLURM cluster + sshd on 127.0.0.1:2222
+cluster-up: ## Install (apt, enroot + Pyxis build, registry, image) and start the sandbox cluster
 	$(CLUSTER) install
 	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up
 
@@ -32,7 +32,8 @@ cluster-down: ## Stop the sandbox cluster's daemons
 	$(CLUSTER) down
 
 .PHONY: demo
-demo: venv cluster-up ## Bring up the sandbox and open the app on the sandbox profile with the example spec
+demo: venv cluster-up ## Bring up the sandbox, install its NGC key, open the app with the example spec
+	$(BIN)/tao-slurm-tui --profile sandbox creds install < "$$($(CLUSTER) info --json | jq -r .ngc_key_file)"
 	$(BIN)/tao-slurm-tui --profile sandbox --spec examples/train-demo.toml
 
 .PHONY: test

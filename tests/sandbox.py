@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from tao_slurm_tui.core.profile import Profile
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "sandbox-cluster"
+"""The sandbox script (install | up | down | status | info --json | node-down | node-up)."""
 
 STATE_DIR = Path(os.environ.get("TAO_SLURM_STATE", "/var/lib/tao-slurm-test"))
 """The sandbox's state dir (daemon pids, configs, the ssh key and known_hosts)."""
@@ -81,3 +89,13 @@ def reachable() -> str | None:
     except OSError as exc:
         return f"sshd on {HOST}:{PORT} is not reachable ({exc})"
     return None
+
+
+@cache
+def info() -> dict[str, Any]:
+    """``scripts/sandbox-cluster info --json``: ssh, partition, nodes, registry, image, key file."""
+    out = subprocess.run(
+        [str(SCRIPT), "info", "--json"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    data: dict[str, Any] = json.loads(out)
+    return data

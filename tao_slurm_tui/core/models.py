@@ -108,6 +108,9 @@ class Attempt:
     """Why this attempt was retried (empty if it was not)."""
     restarts: int = 0
     """How often SLURM requeued this SLURM job itself (``SLURM_RESTART_COUNT``/sacct -D)."""
+    timeout_restarts: int = 0
+    """Of ``restarts``, the batch script's requeues after ``timeout_hours`` (their own cap,
+    ``max_timeout_requeues``; they do not spend the infrastructure-retry budget)."""
 
 
 @dataclass
@@ -152,6 +155,12 @@ class JobRecord:
         if not self.attempts:
             return 0
         return len(self.attempts) - 1 + sum(a.restarts for a in self.attempts)
+
+    @property
+    def infra_retries(self) -> int:
+        """Retries that spend the infrastructure-retry budget: :attr:`retries` without the
+        batch script's timeout requeues."""
+        return self.retries - sum(a.timeout_restarts for a in self.attempts)
 
     @property
     def reason(self) -> str:

@@ -171,6 +171,40 @@ _PYXIS_BODY = (
     "else echo missing; fi"
 )
 
+NODE_CHECK_SECONDS = 30
+"""How long the compute-node check waits for a free node (``srun --immediate``)."""
+
+# Runs on a compute node (one task): enroot on the PATH slurmd gives jobs, and the Pyxis plugin
+# named in the node's plugstack config present there. One "key|value|value" line each.
+_NODE_SCRIPT = (
+    'echo "node|$(hostname -s)"; '
+    'p=$(command -v enroot 2>/dev/null) && echo "enroot|$p|$(enroot version 2>&1 | head -n 1)" '
+    '|| echo "enroot||"; '
+    'c=$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}"); '
+    'so=$(cat "$c/plugstack.conf" "$c"/plugstack.conf.d/*.conf 2>/dev/null '
+    "| awk '$1 !~ /^#/ && $2 ~ /spank_pyxis/ { print $2; exit }'); "
+    'if [ -n "$so" ] && [ -f "$so" ]; then echo "pyxis|$so|yes"; else echo "pyxis|$so|no"; fi'
+)
+
+
+def _node_body(partition: str) -> str:
+    srun = [
+        "srun",
+        f"--immediate={NODE_CHECK_SECONDS}",
+        "--nodes=1",
+        "--ntasks=1",
+        "--time=1",
+        "--quiet",
+        "--job-name=tao-doctor",
+    ]
+    if partition:
+        srun.append(f"--partition={partition}")
+    return (
+        f"timeout {NODE_CHECK_SECONDS + 45} "
+        + " ".join(quote(a) for a in srun)
+        + f" sh -c {quote(_NODE_SCRIPT)} </dev/null"
+    )
+
 
 def _results_body(path: str) -> str:
     return (
@@ -194,8 +228,10 @@ def probe_sections(
     results_dir: str | None,
     check_pyxis: bool,
     input_paths: Sequence[str] = (),
+    partition: str = "",
 ) -> dict[str, str]:
-    """Section name → shell body, for every remote check that applies."""
+    """Section name → shell body, for every remote check that applies (with Pyxis also a
+    one-task ``srun`` on a compute node of ``partition``)."""
     sections = {
         "tools": _TOOLS_BODY,
         "assoc": _ASSOC_BODY,
@@ -208,6 +244,7 @@ def probe_sections(
         sections["results"] = _results_body(results_dir)
     if check_pyxis:
         sections["pyxis"] = _PYXIS_BODY
+        sections["node"] = _node_body(partition)
     if input_paths:
         sections["inputs"] = _inputs_body(input_paths)
     return sections
@@ -552,26 +589,73 @@ def evaluate_credentials(
     )
 
 
-def evaluate_pyxis(runtime: str, section: Section | None) -> CheckResult:
-    """``srun --help`` lists ``--container-image`` when the runtime is Pyxis."""
+def evaluate_pyxis(
+    runtime: str, section: Section | None, node: Section | None = None
+) -> CheckResult:
+    """``srun --help`` lists ``--container-image`` on the login host, and a compute node (one
+    ``srun`` task) has ``enroot`` and the Pyxis plugin."""
     if runtime != "pyxis":
         return skipped("pyxis", f"container_runtime = {runtime}: jobs run with a bare srun")
     if section is None:
         return skipped("pyxis", "no answer from the login host")
     state = section.lines[0] if section.lines else ""
-    if state == "present":
-        return result("pyxis", CheckStatus.PASS, "srun --help lists --container-image")
-    detail = (
-        "srun is not on the PATH"
-        if state == "nosrun"
-        else "srun --help does not list --container-image (no Pyxis plugin)"
-    )
+    if state != "present":
+        detail = (
+            "srun is not on the PATH"
+            if state == "nosrun"
+            else "srun --help does not list --container-image (no Pyxis plugin)"
+        )
+        return result(
+            "pyxis",
+            CheckStatus.FAIL,
+            detail,
+            'Ask your admin for Pyxis, or set container_runtime = "none" to run on bare metal.',
+            FixAction.EDIT_PROFILE,
+        )
+    login = "srun --help lists --container-image"
+    if node is None:
+        return result("pyxis", CheckStatus.PASS, login)
+    facts: dict[str, list[str]] = {}
+    for line in node.lines:
+        key, _, rest = line.partition("|")
+        if key in ("node", "enroot", "pyxis") and key not in facts:
+            facts[key] = rest.split("|")
+    if "node" not in facts:
+        why = " ".join(node.lines)[-300:] or f"srun exited with status {node.rc}"
+        return result(
+            "pyxis",
+            CheckStatus.WARN,
+            f"{login}, but no compute node could be checked: {why}",
+            "Run the doctor again when a node of the partition is free (the check waits "
+            f"{NODE_CHECK_SECONDS} s for one).",
+        )
+    host = facts["node"][0] or "a compute node"
+    enroot = facts.get("enroot", ["", ""])
+    pyxis = facts.get("pyxis", ["", "no"])
+    if not enroot[0]:
+        return result(
+            "pyxis",
+            CheckStatus.FAIL,
+            f"{login}, but enroot is not on the PATH of jobs on {host}",
+            "Ask your admin to install enroot on the compute nodes (Pyxis runs it there), or "
+            'set container_runtime = "none".',
+            FixAction.EDIT_PROFILE,
+        )
+    if pyxis[-1] != "yes":
+        where = f" ({pyxis[0]} is missing)" if pyxis[0] else ""
+        return result(
+            "pyxis",
+            CheckStatus.FAIL,
+            f"{login}, but the Pyxis plugin is not installed on {host}{where}",
+            "Ask your admin to install Pyxis on the compute nodes, or set "
+            'container_runtime = "none".',
+            FixAction.EDIT_PROFILE,
+        )
+    version = enroot[1] if len(enroot) > 1 and enroot[1] else "?"
     return result(
         "pyxis",
-        CheckStatus.FAIL,
-        detail,
-        'Ask your admin for Pyxis, or set container_runtime = "none" to run on bare metal.',
-        FixAction.EDIT_PROFILE,
+        CheckStatus.PASS,
+        f"{login}; on {host}: enroot {version} and the Pyxis plugin",
     )
 
 

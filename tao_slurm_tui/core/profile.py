@@ -21,6 +21,8 @@ NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
 """A profile name or a job id: 1-64 letters, digits, ``.``, ``_``, ``-``."""
 
 NAME_RE = re.compile(rf"^{NAME_PATTERN}$")
+
+_REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 """:data:`NAME_PATTERN` anchored."""
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -76,6 +78,14 @@ class Profile(BaseModel):
     """Stop instead of falling back to the registry image when a conversion fails."""
     force_reconvert_latest: bool = False
     """Convert ``:latest`` images again instead of reusing the cached SQSH."""
+    max_timeout_requeues: int = Field(default=5, ge=0)
+    """Self-requeues after the command ran for ``timeout_hours`` (apart from the retry budget of
+    infrastructure failures)."""
+    sqsh_conversion_minutes: int = Field(default=120, ge=1)
+    """Wall time of a SQSH conversion job in minutes (capped by the partition's MaxTime)."""
+    registry_hosts: list[str] = Field(default_factory=lambda: ["nvcr.io", "authn.nvidia.com"])
+    """Registry hosts (no port) the NGC key is written for in the enroot credentials (comma list
+    in ``config set-profile``); add a site's own NGC-style registry here."""
     connect_timeout: float = Field(default=10.0, gt=0)
     """Seconds to wait for one login host before trying the next."""
     command_timeout: float = Field(default=60.0, gt=0)
@@ -86,6 +96,20 @@ class Profile(BaseModel):
     def _split_hosts(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @field_validator("registry_hosts", mode="before")
+    @classmethod
+    def _split_registry_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [h.strip() for h in value.split(",") if h.strip()]
+        if isinstance(value, list):
+            for host in value:
+                if not isinstance(host, str) or not _REGISTRY_HOST_RE.match(host):
+                    raise ValueError(
+                        f"{host!r} is not a registry host name; write it without scheme or port,"
+                        " e.g. nvcr.io"
+                    )
         return value
 
     @property

@@ -116,6 +116,8 @@ class LaunchPlan:
     srun_lines: list[str]
     infra_check: str
     max_retries: int
+    max_timeout_requeues: int = 5
+    registry: str = ""
     sqsh_fallback: str = ""
     require_sqsh: bool = False
 
@@ -287,6 +289,13 @@ def plan_launch(
             else ""
         ),
         max_retries=max_retries,
+        max_timeout_requeues=profile.max_timeout_requeues,
+        # A pulled image (not a .sqsh file): the script explains a refused NGC key.
+        registry=(
+            image.registry
+            if profile.container_runtime == "pyxis" and image.registry and not image.is_sqsh
+            else ""
+        ),
         sqsh_fallback=sqsh_fallback or "",
         require_sqsh=require_sqsh,
     )

@@ -217,7 +217,28 @@ INFRA_PATTERNS: list[LogPattern] = [
 """Signs of an infrastructure failure in a job's log: the failed attempt is retried."""
 
 
+NGC_KEY_REFUSED = "registry refused the NGC key"
+"""Family of the never-retry pattern for a pull the registry refused (a wrong or revoked key)."""
+
+NGC_KEY_REFUSED_REASON = (
+    "The registry refused the NGC key: run set-up → NGC key (or `tao-slurm-tui creds install`), "
+    "then resubmit."
+)
+"""The message the user sees for a pull refused for authentication (never retried)."""
+
 NEVER_RETRY_PATTERNS: list[LogPattern] = [
+    # The image pull was refused for authentication: every retry would be refused the same way.
+    # The first is the batch script's own check (tao_pull_auth_check), the second enroot's.
+    LogPattern(
+        NGC_KEY_REFUSED,
+        r"refused the NGC key|\[ERROR\] URL .* returned error code: 40[13]",
+        (
+            "[tao-slurm-tui] ERROR: the registry nvcr.io refused the NGC key (HTTP 401): run "
+            "set-up -> NGC key",
+            "[ERROR] URL https://nvcr.io/proxy_auth?scope=repository:nvidia/tao/tao-toolkit:pull "
+            "returned error code: 401 Unauthorized",
+        ),
+    ),
     # CUDA out of memory is a program/config error (batch size, model size): retrying repeats it.
     LogPattern(
         "CUDA out of memory",
@@ -346,6 +367,8 @@ def classify(
             False, f"The job ended {state} and its log could not be read, so it is not retried."
         )
     never = find_match(log_tail_lines, NEVER_RETRY_PATTERNS)
+    if never is not None and never.pattern.family == NGC_KEY_REFUSED:
+        return RetryDecision(False, NGC_KEY_REFUSED_REASON, never.pattern.family, never.line)
     if never is not None:
         return RetryDecision(
             False,

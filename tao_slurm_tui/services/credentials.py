@@ -36,12 +36,15 @@ __all__ = [
 ]
 
 NGC_MACHINES = ("nvcr.io", "authn.nvidia.com")
-"""The two netrc machines the NGC key is written for (login ``$oauthtoken``)."""
+"""The netrc machines the NGC key is written for by default (login ``$oauthtoken``); a profile's
+``registry_hosts`` may add a site's own registry."""
 
 INSTALL_SCRIPT = r"""set -u
 umask 077
 d="$HOME/.config/enroot"
 f="$d/.credentials"
+hosts=("$@")
+[ "${#hosts[@]}" -gt 0 ] || hosts=(nvcr.io authn.nvidia.com)
 mkdir -p "$d" || exit 3
 chmod 700 "$d" || exit 3
 key=""
@@ -49,16 +52,21 @@ IFS= read -r key || [ -n "$key" ] || exit 4
 [ -n "$key" ] || exit 4
 t=$(mktemp "$d/.credentials.XXXXXXXXXX") || exit 5
 trap 'rm -f "$t"' EXIT
-re='^[[:space:]]*machine[[:space:]]+(nvcr\.io|authn\.nvidia\.com)([[:space:]]|$)'
+re='^[[:space:]]*machine[[:space:]]+([^[:space:]]+)'
 {
   if [ -f "$f" ]; then
     while IFS= read -r line || [ -n "$line" ]; do
-      [[ $line =~ $re ]] && continue
+      if [[ $line =~ $re ]]; then
+        for h in "${hosts[@]}"; do
+          [[ ${BASH_REMATCH[1]} == "$h" ]] && continue 2
+        done
+      fi
       printf '%s\n' "$line"
     done < "$f"
   fi
-  printf 'machine nvcr.io login $oauthtoken password %s\n' "$key"
-  printf 'machine authn.nvidia.com login $oauthtoken password %s\n' "$key"
+  for h in "${hosts[@]}"; do
+    printf 'machine %s login $oauthtoken password %s\n' "$h" "$key"
+  done
 } > "$t" || exit 6
 key=""
 chmod 600 "$t" || exit 6
@@ -66,7 +74,9 @@ mv -f "$t" "$f" || exit 6
 trap - EXIT
 echo installed
 """
-"""Run as ``bash -c INSTALL_SCRIPT`` with the key as the first line of stdin.
+"""Run as ``bash -c INSTALL_SCRIPT bash HOST...`` with the key as the first line of stdin; the
+hosts (the profile's ``registry_hosts``; ``nvcr.io`` and ``authn.nvidia.com`` when none are given)
+are the netrc machines written (enroot matches the registry host without its port).
 
 Only shell builtins touch the key (``read``, ``[[ ]]``, ``printf``); the external commands
 (``mkdir``, ``chmod``, ``mktemp``, ``mv``) get file names only. Existing lines are filtered with
@@ -87,8 +97,9 @@ _EXIT_REASONS = {
 async def install_ngc_credentials(connection: Connection, key: str | Secret) -> None:
     """Write the NGC key into ``~/.config/enroot/.credentials`` on the cluster.
 
-    The file ends up with every previous line except the ``nvcr.io`` / ``authn.nvidia.com``
-    entries, then the two ``machine ... login $oauthtoken password <key>`` lines; mode 0600 in a
+    The file ends up with every previous line except the entries of the profile's
+    ``registry_hosts`` (``nvcr.io``, ``authn.nvidia.com`` by default), then one
+    ``machine HOST login $oauthtoken password <key>`` line per host; mode 0600 in a
     0700 directory, replaced atomically. The key travels only on stdin (see the module doc).
     A :class:`Secret` passed in is cleared afterwards, whatever happens.
 
@@ -104,7 +115,7 @@ async def install_ngc_credentials(connection: Connection, key: str | Secret) -> 
     status = 0
     try:
         res = await connection.run(
-            ["bash", "-c", INSTALL_SCRIPT],
+            ["bash", "-c", INSTALL_SCRIPT, "bash", *connection.profile.registry_hosts],
             input=secret.reveal() + "\n",
             check=False,
             retry_on_drop=True,  # the script is idempotent

@@ -50,7 +50,8 @@ SQSH_MAGIC = "hsqs"
 """First four bytes of a SquashFS file (little-endian superblock magic)."""
 
 CONVERSION_TIME_SECONDS = 2 * 3600
-"""Wall time of a conversion job (capped by the partition's MaxTime); imports take 5-30 min."""
+"""Default wall time of a conversion job (the profile's ``sqsh_conversion_minutes`` decides;
+capped by the partition's MaxTime); imports take 5-30 min."""
 
 CONVERSION_PREFIX = "sqsh-"
 """Job-name prefix of conversion jobs."""
@@ -364,7 +365,7 @@ class ImageService:
         base = self._profile.results_root.rstrip("/")
         log_dir = f"{base}/slurm-logs"
         script_path = f"{base}/sbatch/{name}.sbatch"
-        time_seconds = CONVERSION_TIME_SECONDS
+        time_seconds = self._profile.sqsh_conversion_minutes * 60
         if max_time_seconds is not None:
             time_seconds = min(time_seconds, max_time_seconds)
         script = render_conversion_script(

@@ -219,6 +219,8 @@ class _Work:
     need_status: bool = False
     need_logs: bool = False
     need_requeue_reason: bool = False
+    requeued_from: str = ""
+    """Nodes the attempt ran on before SLURM requeued it (named in the event)."""
     out_tail: list[str] | None = None
     err_tail: list[str] | None = None
     requeue_reason: str = ""
@@ -468,6 +470,7 @@ class Monitor:
             if snap.restarts > attempt.restarts:
                 job.attempts[-1] = replace(attempt, restarts=snap.restarts)
                 w.need_requeue_reason = True
+                w.requeued_from = w.requeued_from or attempt.nodes
             return
         updated = snap.apply_to(attempt)  # drops waiting reasons once the job left PENDING
         if (
@@ -481,6 +484,7 @@ class Monitor:
             self._probe.add(slurm_id)
         if updated.restarts > attempt.restarts:
             w.need_requeue_reason = True
+            w.requeued_from = w.requeued_from or attempt.nodes
         job.attempts[-1] = updated
         job.slurm_state = snap.state
         mapped = snap.mapped
@@ -516,7 +520,7 @@ class Monitor:
             job.message = f"The job was {snap.state.lower()} in SLURM."
         elif mapped.status is TaoStatus.ERROR:
             job.message = retry_rules.classify(
-                snap.state, None, job.retries, self.max_retries
+                snap.state, None, job.infra_retries, self.max_retries
             ).reason
 
     def _fold_status(self, job: JobRecord, text: str) -> StatusSummary:
@@ -604,8 +608,14 @@ class Monitor:
         attempt = job.attempts[-1]
         if w.need_requeue_reason:
             why = _requeue_why(w.requeue_reason)
-            text = f"SLURM requeued job {attempt.slurm_job_id} (restart {attempt.restarts})" + (
-                f": {why}" if why else "."
+            if why.startswith("timeout after"):
+                # The script's timeout requeue: its own cap, not the infrastructure budget.
+                job.attempts[-1] = replace(attempt, timeout_restarts=attempt.timeout_restarts + 1)
+                attempt = job.attempts[-1]
+            where = f" after it ran on {w.requeued_from}" if w.requeued_from else ""
+            text = (
+                f"SLURM requeued job {attempt.slurm_job_id} (restart {attempt.restarts}){where}"
+                + (f": {why}" if why else ".")
             )
             job.message = text
             w.events.append(MonitorEvent(job.id, "requeued", text))
@@ -632,7 +642,7 @@ class Monitor:
         tails = None
         if w.out_tail is not None or w.err_tail is not None:
             tails = [*(w.out_tail or []), *(w.err_tail or [])]
-        decision = retry_rules.classify(attempt.state, tails, job.retries, self.max_retries)
+        decision = retry_rules.classify(attempt.state, tails, job.infra_retries, self.max_retries)
         if not decision.retry:
             job.status = TaoStatus.ERROR
             job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
@@ -672,7 +682,7 @@ class Monitor:
         fresh = self.store.require(self.profile_name, job.id)
         fresh.status = TaoStatus.PENDING
         fresh.slurm_state = "PENDING"
-        fresh.message = f"Retry {fresh.retries} of {self.max_retries}: {decision.reason}"
+        fresh.message = f"Retry {fresh.infra_retries} of {self.max_retries}: {decision.reason}"
         w.job = fresh
         text = (
             f"{job.id} was retried as SLURM job {new.slurm_job_id}"

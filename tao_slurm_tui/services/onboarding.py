@@ -79,7 +79,7 @@ _DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 _KEY_ACTIONS = {FixAction.INSTALL_KEY, FixAction.GENERATE_KEY, FixAction.FIX_PERMISSIONS}
 """Login failures the platform's manual SSH recipe addresses."""
 
-PROBE_TIMEOUT = 90.0
+PROBE_TIMEOUT = 120.0
 """Seconds the one remote probe may take (an unreachable slurmctld alone costs ~9 s per call)."""
 
 ResultCallback = Callable[[CheckResult], None]
@@ -438,6 +438,7 @@ async def _remote_checks(
         results_dir=profile.results_root,
         check_pyxis=profile.container_runtime == "pyxis",
         input_paths=paths,
+        partition=profile.partitions[0] if profile.partitions else "",
     )
     script = preflight.build_probe_script(sections)
     error = ""
@@ -480,7 +481,9 @@ async def _remote_checks(
         preflight.evaluate_credentials(
             parsed.get("creds"), runtime=profile.container_runtime, private_image=private
         ),
-        preflight.evaluate_pyxis(profile.container_runtime, parsed.get("pyxis")),
+        preflight.evaluate_pyxis(
+            profile.container_runtime, parsed.get("pyxis"), parsed.get("node")
+        ),
     ]
     if facts is None:
         out.append(skipped("inputs", "no spec given (doctor --spec SPEC.toml checks its inputs)"))

@@ -84,6 +84,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX events_job ON events (profile, job_id, seq);
     """,
+    # 2: timeout requeues are counted apart from the infrastructure-retry budget.
+    """
+    ALTER TABLE attempts ADD COLUMN timeout_restarts INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 """Schema steps; step N (1-based) brings ``user_version`` from N-1 to N."""
 

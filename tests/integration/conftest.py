@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,15 +14,21 @@ from tao_slurm_tui.services.store import JobStore
 from tests.integration.monitor_helpers import Harness
 
 
+@contextlib.asynccontextmanager
+async def harness(profile: Profile, store: JobStore) -> AsyncIterator[Harness]:
+    """A connection with ``profile``, and the monitor test harness over ``store`` (jobs it
+    submitted are cancelled afterwards, the store closed)."""
+    async with Connection(profile) as conn:
+        h = Harness(conn, store, profile)
+        try:
+            yield h
+        finally:
+            await h.cleanup()
+            store.close()
+
+
 @pytest.fixture
 async def h(sandbox_profile: Profile, tmp_path: Path) -> AsyncIterator[Harness]:
-    """A connection to the sandbox, a fresh store, and the monitor test harness (jobs it
-    submitted are cancelled afterwards)."""
-    store = JobStore(tmp_path / "state.db")
-    async with Connection(sandbox_profile) as conn:
-        harness = Harness(conn, store, sandbox_profile)
-        try:
-            yield harness
-        finally:
-            await harness.cleanup()
-            store.close()
+    """A connection to the sandbox, a fresh store, and the monitor test harness."""
+    async with harness(sandbox_profile, JobStore(tmp_path / "state.db")) as hh:
+        yield hh

@@ -243,3 +243,15 @@ async def test_private_image_needs_no_credentials_when_nothing_pulls_it(
     creds = report.get("enroot_credentials")
     assert creds is not None and creds.status in (CheckStatus.SKIP, CheckStatus.PASS), creds
     assert report.ok, [r for r in report.results if r.failed]
+
+
+async def test_pyxis_profile_checks_enroot_and_pyxis_on_a_compute_node(cluster: None) -> None:
+    info = sandbox.info()
+    profile = sandbox.sandbox_profile(container_runtime="pyxis")
+    report = await run_doctor(profile)
+    pyxis = next(r for r in report.results if r.check == "pyxis")
+    assert pyxis.status is CheckStatus.PASS, pyxis
+    assert "srun --help lists --container-image" in pyxis.detail
+    node = pyxis.detail.split("; on ", 1)[1].split(":", 1)[0]
+    assert node in info["nodes"]
+    assert "enroot 4.1.2" in pyxis.detail and "Pyxis plugin" in pyxis.detail

@@ -1,6 +1,6 @@
 """NODE_FAIL → retried under the same stable id (a new SLURM id).
 
-This test sets the sandbox's ONLY node DOWN, which kills every job running on it, so it is
+This test sets the node its job runs on DOWN, which kills every job running there, so it is
 marked ``serial``: ``make test`` runs it alone after the parallel suite. As a guard it still
 waits until no job other than its own runs on the cluster (up to 10 minutes), then keeps the
 node DOWN only for the few seconds SLURM needs to fail the job and RESUMEs it in a
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import time
 
@@ -69,7 +68,14 @@ async def test_node_fail_is_retried_under_the_same_id(h: Harness) -> None:
     deadline = time.monotonic() + 600
     while running_job_ids() - {first_id} and time.monotonic() < deadline:
         await asyncio.sleep(2)
-    node = socket.gethostname().split(".")[0]
+    node = subprocess.run(
+        ["squeue", "-h", "-j", first_id, "-o", "%N"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
+    assert node, f"job {first_id} runs on no node"
     try:
         scontrol("update", f"NodeName={node}", "State=DOWN", "Reason=tao-slurm-tui test")
         job = await h.tick_until(

@@ -5,6 +5,7 @@ Everything goes through the real sshd as the test user, the way the app talks to
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tao_slurm_tui.core.images import parse_image
 from tests import sandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,6 +108,54 @@ def test_status_reports_everything_up() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     up = {tuple(line.split()[:2]) for line in result.stdout.splitlines()}
-    for daemon in ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sshd"):
+    nodes = sandbox.info()["nodes"]
+    assert len(nodes) >= 2
+    daemons = ["munged", "mariadbd", "slurmdbd", "slurmctld", "registry", "sshd"]
+    for daemon in daemons + [f"slurmd-{node}" for node in nodes]:
         assert (daemon, "up") in up, result.stdout
-    assert "ssh        ok" in result.stdout
+    assert ("registry", "ok") in up and ("ssh", "ok") in up, result.stdout
+
+
+def test_info_json_is_the_contract_and_its_paths_exist() -> None:
+    result = subprocess.run(
+        [str(SCRIPT), "info", "--json"], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert set(info) == {
+        "ssh",
+        "partition",
+        "nodes",
+        "registry",
+        "demo_image",
+        "ngc_key_file",
+        "container_runtime",
+    }
+    assert set(info["ssh"]) == {"user", "host", "port", "key", "known_hosts"}
+    assert info["ssh"]["user"] == sandbox.USER and info["ssh"]["port"] == sandbox.PORT
+    assert info["ssh"]["host"] == sandbox.HOST
+    for path in (info["ssh"]["key"], info["ssh"]["known_hosts"], info["ngc_key_file"]):
+        assert Path(path).is_file(), path
+    assert Path(info["ngc_key_file"]).read_text().strip()
+    assert info["partition"] == "polar" and info["container_runtime"] == "pyxis"
+    assert len(info["nodes"]) >= 2
+    sinfo = ssh("sinfo -h -N -p polar -o %N")
+    assert sorted(set(sinfo.stdout.split())) == sorted(info["nodes"])
+    host, _, port = info["registry"].rpartition(":")
+    assert host and port.isdigit()
+    assert info["demo_image"].startswith(info["registry"] + "/")
+    # The image is written as a researcher would write it, and the product accepts it.
+    assert parse_image(info["demo_image"]).registry == info["registry"]
+
+
+def test_every_node_has_enroot_and_pyxis() -> None:
+    nodes = sandbox.info()["nodes"]
+    result = ssh(
+        f"srun -N{len(nodes)} --ntasks-per-node=1 -l sh -c "
+        "'echo $(hostname) $(enroot version) $SLURM_NODEID' </dev/null; srun --help",
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    seen = {line.split()[1] for line in result.stdout.splitlines() if "4.1.2" in line}
+    assert seen == set(nodes), result.stdout
+    assert "--container-image" in result.stdout

@@ -249,3 +249,25 @@ def test_json_shape() -> None:
     assert (
         data["check"] == "pyxis" and data["status"] == "fail" and data["action"] == "edit_profile"
     )
+
+
+def test_pyxis_check_on_a_compute_node() -> None:
+    login = sec("present")
+    ok = sec("node|tao-n2", "enroot|/usr/local/bin/enroot|4.1.2", "pyxis|/x/spank_pyxis.so|yes")
+    res = preflight.evaluate_pyxis("pyxis", login, ok)
+    assert res.status is CheckStatus.PASS and "tao-n2" in res.detail and "4.1.2" in res.detail
+    no_enroot = sec("node|tao-n2", "enroot||", "pyxis|/x/spank_pyxis.so|yes")
+    res = preflight.evaluate_pyxis("pyxis", login, no_enroot)
+    assert res.status is CheckStatus.FAIL and "enroot is not on the PATH" in res.detail
+    no_pyxis = sec("node|tao-n2", "enroot|/e|4.1.2", "pyxis|/x/spank_pyxis.so|no")
+    res = preflight.evaluate_pyxis("pyxis", login, no_pyxis)
+    assert res.status is CheckStatus.FAIL and "/x/spank_pyxis.so is missing" in res.detail
+    busy = sec("srun: error: Unable to allocate resources: Immediate execution impossible")
+    res = preflight.evaluate_pyxis("pyxis", login, busy)
+    assert res.status is CheckStatus.WARN and "Immediate execution impossible" in res.detail
+
+
+def test_node_section_runs_one_task_on_the_partition() -> None:
+    sections = preflight.probe_sections(results_dir=None, check_pyxis=True, partition="polar")
+    assert "--partition=polar" in sections["node"] and "--immediate=" in sections["node"]
+    assert sections["node"].endswith("</dev/null")

@@ -451,6 +451,15 @@ exec REAL_DATE "$@"
 FAKE_SCONTROL = """#!/bin/bash
 echo "scontrol $*" >>"$FAKE_CALLS"
 if [ "$1 $2" = "show hostname" ]; then printf 'node1\\nnode2\\n'; fi
+if [ "$1 $2" = "show hostnames" ]; then printf '%s\\n' "$3" | tr ',' '\\n'; fi
+if [ "$1 $2" = "show job" ]; then echo "ExcNodeList=${FAKE_EXCLUDED:-(null)}"; fi
+# Like SLURM: requeueing a running job sends SIGTERM to its batch script (our parent).
+if [ "$1" = requeue ]; then kill -TERM "$PPID"; fi
+"""
+
+FAKE_SINFO = """#!/bin/bash
+echo "sinfo $*" >>"$FAKE_CALLS"
+echo "${FAKE_PARTITION_NODES:-4}"
 """
 
 
@@ -463,6 +472,8 @@ def run_script(
     restart_count: str = "0",
     infra_check: str | None = STUB_INFRA,
     elapsed_seconds: int = 0,
+    requeue_reasons: str = "",
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str, str, Path]:
     base = tmp_path / "base"
     bindir = tmp_path / "bin"
@@ -472,6 +483,7 @@ def run_script(
     fakes = (
         ("srun", FAKE_SRUN),
         ("scontrol", FAKE_SCONTROL),
+        ("sinfo", FAKE_SINFO),
         ("date", FAKE_DATE.replace("REAL_DATE", real_date)),
     )
     for name, body in fakes:
@@ -489,6 +501,8 @@ def run_script(
     logdir = base / "slurm-logs" / f"{spec.name}-77"
     logdir.mkdir(parents=True)
     (logdir / "main.out").write_text(log, encoding="utf-8")
+    if requeue_reasons:
+        (logdir / "requeue.reason").write_text(requeue_reasons, encoding="utf-8")
     script = tmp_path / "job.sbatch"
     script.write_text(text, encoding="utf-8")
     calls = tmp_path / "calls"
@@ -507,6 +521,10 @@ def run_script(
             "SLURM_RESTART_COUNT": restart_count,
             "FAKE_CLOCK": str(tmp_path / "clock"),
             "FAKE_ELAPSED": str(elapsed_seconds),
+            "SLURMD_NODENAME": "node1",
+            "SLURM_JOB_PARTITION": "polar",
+            "SLURM_JOB_NUM_NODES": "1",
+            **(env or {}),
         },
     )
     return result.returncode, result.stdout, calls.read_text(encoding="utf-8"), logdir
@@ -574,9 +592,61 @@ def test_program_failure_is_not_requeued(tmp_path: Path) -> None:
 
 def test_retry_budget_stops_self_requeue(tmp_path: Path) -> None:
     log = "NCCL WARN Got completion from peer with error 12\n"
-    rc, _, calls, _ = run_script(tmp_path, make_spec(), fake_rc="1", log=log, restart_count="10")
+    earlier = "2026-01-01T00:00:00 restart=0 rc=1 infrastructure failure: NCCL error\n" * 10
+    rc, _, calls, _ = run_script(
+        tmp_path, make_spec(), fake_rc="1", log=log, restart_count="10", requeue_reasons=earlier
+    )
     assert rc == 1
     assert "scontrol requeue" not in calls
+
+
+def test_timeout_requeues_do_not_spend_the_infrastructure_budget(tmp_path: Path) -> None:
+    log = "NCCL WARN Got completion from peer with error 12\n"
+    timeouts = "2026-01-01T00:00:00 restart=0 rc=124 timeout after 228 minutes\n" * 12
+    rc, _, calls, _ = run_script(
+        tmp_path, make_spec(), fake_rc="1", log=log, restart_count="12", requeue_reasons=timeouts
+    )
+    assert rc == 1
+    assert "scontrol requeue 77" in calls
+
+
+def test_timeout_requeues_have_their_own_cap(tmp_path: Path) -> None:
+    timeouts = "2026-01-01T00:00:00 restart=0 rc=124 timeout after 228 minutes\n" * 5
+    run = run_script(
+        tmp_path, make_spec(), fake_rc="124", elapsed_seconds=FULL_TIMEOUT, requeue_reasons=timeouts
+    )
+    assert run[0] == 124
+    assert "scontrol requeue" not in run[2]
+
+
+def test_infrastructure_requeue_excludes_the_failed_node(tmp_path: Path) -> None:
+    # ExcNodeList can change only while the job is pending: requeue first, update on SIGTERM.
+    log = "NCCL WARN Got completion from peer with error 12\n"
+    rc, out, calls, _ = run_script(
+        tmp_path, make_spec(), fake_rc="1", log=log, env={"FAKE_EXCLUDED": "node7"}
+    )
+    assert rc == 1
+    lines = calls.splitlines()
+    requeue = lines.index("scontrol requeue 77")
+    assert "scontrol update JobId=77 ExcNodeList=node7,node1" in lines[requeue + 1 :]
+    assert "will not run on node1 again" in out
+
+
+def test_no_exclusion_when_too_few_nodes_would_be_left(tmp_path: Path) -> None:
+    log = "NCCL WARN Got completion from peer with error 12\n"
+    rc, out, calls, _ = run_script(
+        tmp_path, make_spec(), fake_rc="1", log=log, env={"FAKE_PARTITION_NODES": "1"}
+    )
+    assert rc == 1
+    assert "scontrol requeue 77" in calls
+    assert "ExcNodeList" not in calls.replace("show job", "")
+    assert "not excluding node1" in out
+
+
+def test_timeout_requeue_keeps_the_node(tmp_path: Path) -> None:
+    rc, _, calls, _ = run_script(tmp_path, make_spec(), fake_rc="124", elapsed_seconds=FULL_TIMEOUT)
+    assert rc == 124
+    assert "scontrol requeue 77" in calls and "update" not in calls
 
 
 def test_real_retry_patterns_drive_the_hook(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ from tao_slurm_tui.core.retry import (
     DEFAULT_MAX_RETRIES,
     INFRA_PATTERNS,
     NEVER_RETRY_PATTERNS,
+    NGC_KEY_REFUSED,
+    NGC_KEY_REFUSED_REASON,
     LogPattern,
     bash_infra_check,
     classify,
@@ -60,7 +62,11 @@ def test_never_retry_samples_win_over_infra_signs(family: str, sample: str) -> N
     decision = classify("FAILED", lines, 0)
     assert not decision.retry
     assert decision.family == family
-    assert "program error" in decision.reason
+    if family == NGC_KEY_REFUSED:
+        assert decision.reason == NGC_KEY_REFUSED_REASON
+        assert "NGC key" in decision.reason and "set-up" in decision.reason
+    else:
+        assert "program error" in decision.reason
 
 
 @pytest.mark.parametrize("line", BENIGN)

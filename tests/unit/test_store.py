@@ -283,3 +283,33 @@ def test_batch_commits_all_writes_at_once_or_none(store: JobStore, tmp_path: Pat
         store.update_job("sandbox", "a", status=TaoStatus.ERROR)
         raise RuntimeError("half way")
     assert store.require("sandbox", "a").status is TaoStatus.RUNNING  # rolled back
+
+
+def test_timeout_requeues_are_stored_and_spend_no_infrastructure_budget(tmp_path: Path) -> None:
+    with JobStore(tmp_path / "state.db") as s:
+        s.create_job(
+            JobRecord(
+                id="t",
+                profile="p",
+                submitted=True,
+                attempts=[
+                    Attempt(0, "5", restarts=3, timeout_restarts=2),
+                    Attempt(1, "9", restarts=1),
+                ],
+            )
+        )
+        job = s.require("p", "t")
+    assert [a.timeout_restarts for a in job.attempts] == [2, 0]
+    assert job.retries == 5 and job.infra_retries == 3
+
+
+def test_a_version_1_file_gains_the_timeout_column(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0])
+    db.execute("PRAGMA user_version = 1")
+    db.close()
+    with JobStore(path) as s:
+        assert s.schema_version == SCHEMA_VERSION
+        s.create_job(JobRecord(id="t", profile="p", attempts=[Attempt(0, "5")]))
+        assert s.require("p", "t").attempts[0].timeout_restarts == 0
