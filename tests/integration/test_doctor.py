@@ -245,6 +245,9 @@ async def test_private_image_needs_no_credentials_when_nothing_pulls_it(
     assert report.ok, [r for r in report.results if r.failed]
 
 
+# Serial: the check needs a free compute node within its 30 s (srun --immediate); beside the
+# parallel suite every node can be busy with other tests' jobs, and then the doctor rightly warns.
+@pytest.mark.serial
 async def test_pyxis_profile_checks_enroot_and_pyxis_on_a_compute_node(cluster: None) -> None:
     info = sandbox.info()
     profile = sandbox.sandbox_profile(container_runtime="pyxis")
