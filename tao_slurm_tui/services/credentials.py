@@ -50,10 +50,14 @@ IFS= read -r key || [ -n "$key" ] || exit 4
 t=$(mktemp "$d/.credentials.XXXXXXXXXX") || exit 5
 trap 'rm -f "$t"' EXIT
 re='^[[:space:]]*machine[[:space:]]+(nvcr\.io|authn\.nvidia\.com)([[:space:]]|$)'
+next='^[[:space:]]*(machine|default|macdef)([[:space:]]|$)'
+skip=0
 {
   if [ -f "$f" ]; then
     while IFS= read -r line || [ -n "$line" ]; do
-      [[ $line =~ $re ]] && continue
+      if [[ $line =~ $re ]]; then skip=1; continue; fi
+      [[ $line =~ $next ]] && skip=0
+      [ "$skip" = 1 ] && continue
       printf '%s\n' "$line"
     done < "$f"
   fi
@@ -70,7 +74,10 @@ echo installed
 
 Only shell builtins touch the key (``read``, ``[[ ]]``, ``printf``); the external commands
 (``mkdir``, ``chmod``, ``mktemp``, ``mv``) get file names only. Existing lines are filtered with
-builtins too, so the old key never reaches an argv either.
+builtins too, so the old key never reaches an argv either. An NGC entry spread over several
+lines (netrc allows ``machine nvcr.io`` / ``login ...`` / ``password ...``) is dropped up to the
+next ``machine``/``default``/``macdef`` line, so no stray ``password`` line is left to attach
+itself to the neighbouring entry.
 """
 
 CHECK_COMMAND = "test -s " + home_path(CREDENTIALS_PATH)
