@@ -93,7 +93,12 @@ class ClusterBackend:
     def monitor(self) -> Monitor:
         """Polls, retries and cancels over the one connection."""
         return Monitor(
-            self.conn, self.store, self._name, self._profile, resubmit=self.submitter.resubmit
+            self.conn,
+            self.store,
+            self._name,
+            self._profile,
+            resubmit=self.submitter.resubmit,
+            reconcile=self.submitter.reconcile_interrupted,
         )
 
     # ------------------------------------------------------------------ profile

@@ -15,7 +15,9 @@ is ever handed to it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -382,7 +384,7 @@ class JobStore:
     def version(self) -> tuple[int, int]:
         """Differs from an earlier value once anything was written since: rows this connection
         changed, and SQLite's ``data_version`` (bumped by other connections' commits)."""
-        with self._lock:
+        with self._reading():  # attaches the real file once another process created it
             other = int(self._db.execute("PRAGMA data_version").fetchone()[0])
             return self._db.total_changes, other
 
@@ -661,3 +663,49 @@ def _json_object(text: str | None) -> dict[str, Any]:
 def _statements(script: str) -> list[str]:
     # Migrations are plain DDL without semicolons inside literals: split on ';'.
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+class SubmitLock:
+    """An exclusive flock held by the process submitting one job, released on exit or death."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    async def acquire(self) -> None:
+        """Wait for the lock (another process submitting the same name finishes first)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def release(self) -> None:
+        """Release (and remove) the lock file."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            os.close(self._fd)
+            self._fd = None
+
+    def held_elsewhere(self) -> bool:
+        """True while a live process holds the lock (its submit is still in flight)."""
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+
+def submit_lock(store: JobStore, profile_name: str, job_id: str) -> SubmitLock:
+    """The submit lock of one job: a file next to the state DB."""
+    return SubmitLock(Path(f"{store.path}.submitting") / f"{profile_name}--{job_id}.lock")

@@ -296,7 +296,6 @@ class CrashAfterSbatch:
         return getattr(self.conn, name)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 1: reconcile unsubmitted records by name")
 @pytest.mark.parametrize("then", ["tick", "cancel"])
 async def test_crash_between_sbatch_and_the_store(h: Harness, then: str) -> None:
     """The job SLURM accepted is found by name on the next start: a tick adopts it (and then

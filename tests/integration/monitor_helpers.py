@@ -82,6 +82,7 @@ class Harness:
             PROFILE,
             self.profile,
             resubmit=self.submitter.resubmit,
+            reconcile=self.submitter.reconcile_interrupted,
         )
 
     async def submit(self, name: str, command: str, **spec: Any) -> JobRecord:

@@ -136,6 +136,9 @@ class Row:
     """Changes the state DB file directly (after ``store``)."""
     stdin: str = ""
     out: str = ""
+    db: str = ""
+    """What the state DB may hold afterwards: '' nothing new; 'no-job' the file may have been
+    created (the job is recorded before sbatch) but holds no job once SLURM refused it."""
     """For inputs that are rightly tolerated (exit 0): a regex stdout must match."""
 
 
@@ -283,6 +286,28 @@ ROWS: list[Row] = [
         "account",
         config=profile_with(account='"a\\n#SBATCH --x"'),
     ),
+    Row(
+        "config-sqsh-dir-relative",
+        D.split(),
+        2,
+        "sqsh_cache_dir",
+        config=profile_with(sqsh_cache_dir='"sqsh"'),
+    ),
+    Row(
+        "config-conversion-partition-newline",
+        D.split(),
+        2,
+        "conversion_partition",
+        config=profile_with(conversion_partition='"polar\\n#SBATCH --uid=0"'),
+    ),
+    Row(
+        "config-partition-shell",
+        R.split(),
+        2,
+        "partition",
+        config=profile_with(partition='"polar;reboot"'),
+    ),
+    Row("env-partition-shell", R.split(), 2, "SLURM_PARTITION", env={"SLURM_PARTITION": "a b"}),
     Row("config-unknown-profile", ["--profile", "nope", *R.split()], 2, "no profile named"),
     Row("config-hostnames-int", R.split(), 2, "hostnames", config=profile_with(hostnames=5)),
     Row("config-is-dir", ["--config", "{home}", *R.split()], 2, "config"),
@@ -482,13 +507,21 @@ ROWS: list[Row] = [
         tools={"squeue": SQUEUE_RUNNING},
         remote_files={"results/job-a/status.json/x": "dir"},
     ),
-    Row("remote-sbatch-no-id", S.split(), 1, "sbatch|SLURM", tools={"sbatch": "echo hello"}),
+    Row(
+        "remote-sbatch-no-id",
+        S.split(),
+        1,
+        "sbatch|SLURM",
+        tools={"sbatch": "echo hello"},
+        db="no-job",
+    ),
     Row(
         "remote-sbatch-refused",
         S.split(),
         1,
         "Invalid account",
         tools={"sbatch": "echo 'sbatch: error: Invalid account or account/partition' >&2; exit 1"},
+        db="no-job",
     ),
     # Unreadable limits: the wall time cannot be checked here; sbatch still checks it.
     Row(
@@ -498,6 +531,20 @@ ROWS: list[Row] = [
         "",
         out="#SBATCH --time=01:00:00",
         tools={"scontrol": "echo '%%%%'", "sinfo": "echo 'polar|forever'"},
+    ),
+    Row(
+        "remote-name-live",
+        S.split(),
+        2,
+        "already pending or running.*SLURM job 777",
+        tools={"squeue": 'case "$*" in *--name=job-a*) echo 777;; esac'},
+    ),
+    Row(
+        "remote-name-staged",
+        S.split(),
+        2,
+        "already staged",
+        remote_files={"entrypoints/job_job-a.sh": "echo other workstation\n"},
     ),
     Row(
         "remote-input-missing",
@@ -536,25 +583,7 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return text
 
 
-#: Rows whose fix lands with the one-application-layer refactor (issue 9) and the submit rework
-#: of issue 12 items 1-3 (validate before the first remote write, no record after a refusal).
-AFTER_REFACTOR = {
-    "config-time-tiny",
-    "env-time-tiny",
-    "config-results-tilde",
-    "config-results-relative",
-    "env-results-relative-submit",
-    "remote-sbatch-no-id",
-    "remote-sbatch-refused",
-}
-
-
-def _param(row: Row) -> object:
-    marks = [pytest.mark.xfail(strict=True, reason="fixed by the submit rework")]
-    return pytest.param(row, id=row.id, marks=marks if row.id in AFTER_REFACTOR else [])
-
-
-@pytest.mark.parametrize("row", [_param(r) for r in ROWS])
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_bad_input(
     row: Row,
     fake_host: Path,
@@ -645,10 +674,18 @@ def test_bad_input(
     if row.code == 0:
         # A tolerated input may update the job's record; it must not add files.
         assert set(local_after) == set(local_before), f"{row.id}: local files added"
+    elif row.db:
+        db_key = f"XDG/{db_path.relative_to(db_path.parents[1])}"
+        others = {k: v for k, v in local_after.items() if k != db_key}
+        assert others == {k: v for k, v in local_before.items() if k != db_key}
+        with JobStore(db_path) as store:
+            jobs = store.list_jobs()
+        assert jobs == [], f"{row.id}: a refused job left a record"
     else:
         assert local_after == local_before, f"{row.id}: local files changed"
     assert _snapshot(remote) == remote_before, f"{row.id}: remote files written"
-    assert not (remote / "tao").exists() or row.remote_files, f"{row.id}: remote dirs created"
+    if not row.db:  # (after sbatch ran, the empty job directories may stay)
+        assert not (remote / "tao").exists() or row.remote_files, f"{row.id}: remote dirs created"
 
 
 class _Stdin:

@@ -74,8 +74,10 @@ def test_a_store_opened_before_the_file_existed_sees_later_writes(tmp_path: Path
     path = tmp_path / "state.db"
     early = JobStore(path)  # e.g. the TUI, opened before the first job ever
     try:
+        before = early.version()
         with JobStore(path) as other:  # a CLI submit creates the file
             other.create_job(record())
+        assert early.version() != before  # a monitor's cache sees the change
         assert early.get("sandbox", "dino-1") is not None
     finally:
         early.close()
