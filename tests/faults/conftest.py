@@ -5,18 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tao_slurm_tui.config import Profile
-from tao_slurm_tui.remote.connection import Connection
-from tao_slurm_tui.services.store import JobStore
 from tests import sandbox
 from tests.faults import daemons
-from tests.integration.monitor_helpers import Harness
+from tests.integration.conftest import h  # noqa: F401 - the same harness fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,19 +41,6 @@ def _daemons_back() -> Iterator[None]:
             daemons.start(name)
     daemons.slurmctld_up()
     daemons.slurmdbd_up()
-
-
-@pytest.fixture
-async def h(sandbox_profile: Profile, tmp_path: Path) -> AsyncIterator[Harness]:
-    """Connection + store + submitter + monitor; jobs left active are cancelled."""
-    store = JobStore(tmp_path / "state.db")
-    async with Connection(sandbox_profile) as conn:
-        harness = Harness(conn, store, sandbox_profile)
-        try:
-            yield harness
-        finally:
-            await harness.cleanup()
-            store.close()
 
 
 @dataclass

@@ -19,14 +19,13 @@ from typing import Any
 import pytest
 
 from tao_slurm_tui.core.models import TaoStatus
-from tao_slurm_tui.core.spec import JobSpec
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.logs import LogTailer
 from tao_slurm_tui.services.submit import Submitter
 from tests import sandbox
 from tests.faults import daemons
 from tests.faults.conftest import Cli
-from tests.integration.monitor_helpers import IMAGE, PROFILE, Harness, unique
+from tests.integration.monitor_helpers import IMAGE, PROFILE, Harness, job_spec, unique
 
 pytestmark = pytest.mark.slow
 
@@ -65,21 +64,6 @@ def local_port(h: Harness) -> int:
     conn = h.conn._conn  # the live asyncssh connection
     assert conn is not None
     return int(conn.get_extra_info("sockname")[1])
-
-
-def spec(name: str, command: str, **extra: Any) -> JobSpec:
-    values: dict[str, Any] = {
-        "name": name,
-        "image": IMAGE,
-        "command": command,
-        "num_gpus": 0,
-        "cpus_per_task": 1,
-        "time_hours": 0.25,
-        "use_sqsh": False,
-        "container_mounts": [],
-    }
-    values.update(extra)
-    return JobSpec.model_validate(values)
 
 
 def known_ids(h: Harness, name: str) -> set[str]:
@@ -123,12 +107,12 @@ async def test_session_killed_during_submit(h: Harness, stage: str) -> None:
             killed.append(daemons.kill_session(port))
 
     try:
-        await h.submitter.submit(spec(name, "sleep 60"), on_progress=progress)
+        await h.submitter.submit(job_spec(name, "sleep 60"), on_progress=progress)
     except TaoError as exc:
         one_sentence(str(exc))
         # Submitting again reconciles: the job the lost command may have created is adopted,
         # or a fresh one is submitted, exactly once.
-        await h.submitter.submit(spec(name, "sleep 60"))
+        await h.submitter.submit(job_spec(name, "sleep 60"))
     assert killed and killed[0] >= 1
     job = h.store.require(PROFILE, name)
     assert job.submitted and len(job.attempts) == 1
@@ -306,7 +290,7 @@ async def test_crash_between_sbatch_and_the_store(h: Harness, then: str) -> None
     name = unique("fcrash")
     crashing = Submitter(CrashAfterSbatch(h.conn), h.store, PROFILE, h.profile)  # type: ignore[arg-type]
     with pytest.raises(KeyboardInterrupt):
-        await crashing.submit(spec(name, "sleep 600"))
+        await crashing.submit(job_spec(name, "sleep 600"))
     live = live_jobs(name)
     assert len(live) == 1, live
     restarted = h.new_monitor()  # a new process: nothing in memory
