@@ -298,10 +298,10 @@ class Monitor:
 
     async def _tick(self) -> TickResult:
         every = self._cached_jobs()
-        if any(not j.submitted and not j.status.terminal for j in every):
-            # Records a dead submitter left "submitting": adopted (then polled below) or ended.
-            if await self._reconcile_interrupted():
-                every = self._cached_jobs()
+        # Records a dead submitter left "submitting": adopted (then polled below) or ended.
+        interrupted = any(not j.submitted and not j.status.terminal for j in every)
+        if interrupted and await self._reconcile_interrupted():
+            every = self._cached_jobs()
         jobs = [j for j in every if not j.status.terminal and j.submitted and j.attempts]
         result = TickResult(jobs=every)
         if not jobs:
@@ -328,7 +328,8 @@ class Monitor:
             # The controller is down or slow: accounting may still answer (in the background).
             detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
             result.warning = f"squeue failed: {detail[0]}"
-        result.warning = result.warning or self._followup_error
+        # Lines that are no job rows (a banner on stdout, a wrapper): the rows they hid are unknown.
+        result.warning = result.warning or output.error or self._followup_error
         # What earlier follow-ups learnt from sacct, for the ids of this tick only.
         output.sacct_rows = {
             sid: rows for sid in ids.values() if (rows := self._accounting.get(sid)) is not None
