@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from tao_slurm_tui import __version__
 from tao_slurm_tui.commands import VERBS
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.config import ConfigError
+from tao_slurm_tui.config import ConfigError, config_path
 from tao_slurm_tui.errors import TaoError
 
 _HELP = {
@@ -93,7 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 2
         if args.verb != "config":
-            # A broken config file is reported once, up front, before any work starts.
+            # A broken config file is reported once, up front, before any work starts. A file
+            # named with --config must exist (only `config set-profile` creates one): a typo in
+            # the path would otherwise run with an empty config.
+            if args.config and not config_path(args.config).exists():
+                raise ConfigError(
+                    f"{config_path(args.config)}: no such config file; check the --config path "
+                    "(or create it with 'tao-slurm-tui --config PATH config set-profile NAME')."
+                )
             _ = ctx.config
         code: int = args._module.run(args, ctx)
         return code

@@ -114,10 +114,20 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: the config file is not UTF-8 text.") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}. Fix the file and try again.") from None
+    except RecursionError:
+        raise ConfigError(_TOO_DEEP.format(path=path)) from None
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path)) from None
+    except RecursionError:
+        raise ConfigError(_TOO_DEEP.format(path=path)) from None
+
+
+_TOO_DEEP = (
+    "{path}: the TOML is nested too deeply to read (thousands of arrays or tables inside each "
+    "other); a config needs only a few levels, so fix the file."
+)
 
 
 def _dump(settings: Settings) -> dict[str, Any]:

@@ -39,10 +39,14 @@ def _isolated_xdg(
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests under tests/integration need the cluster: mark them."""
+    """Tests under tests/integration need the cluster: mark them. The fault-injection suite
+    (tests/faults) disturbs the whole cluster (daemons restarted, sessions killed): serial."""
     for item in items:
-        if "integration" in Path(str(item.fspath)).parts:
+        parts = Path(str(item.fspath)).parts
+        if "integration" in parts or "faults" in parts:
             item.add_marker(pytest.mark.cluster)
+        if "faults" in parts:
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture(scope="session")

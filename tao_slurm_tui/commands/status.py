@@ -99,8 +99,12 @@ async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -
             if await backend.followup():  # sacct's answer about jobs squeue no longer lists
                 jobs = await backend.refresh(connect=False)
         except TaoError as exc:
-            error = str(exc)
+            error = str(exc).rstrip(".")
             jobs = backend.jobs()
+        else:
+            # SLURM answered, but not usably (sacct down, garbage lines): the states shown may
+            # be stale, and a script must be able to tell.
+            error = backend.poll_warning
         jobs = list(reversed(jobs))  # oldest first, like the store
         if args.id:
             jobs = [j for j in jobs if j.id == args.id]

@@ -25,6 +25,8 @@ NAME_RE = re.compile(rf"^{NAME_PATTERN}$")
 _REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 """:data:`NAME_PATTERN` anchored."""
 
+_SLURM_WORD_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 """known_hosts file used when the profile does not name one."""
 
@@ -110,6 +112,45 @@ class Profile(BaseModel):
                         f"{host!r} is not a registry host name; write it without scheme or port,"
                         " e.g. nvcr.io"
                     )
+        return value
+
+    # Everything below ends up in #SBATCH lines or remote paths (the job's and the SQSH
+    # conversion's): refused here, before anything is written on the cluster.
+
+    @field_validator("base_results_dir", "sqsh_cache_dir")
+    @classmethod
+    def _absolute_remote_path(cls, value: str) -> str:
+        if value and (not value.startswith("/") or any(ord(c) < 32 for c in value)):
+            raise ValueError(
+                f"must be an absolute path on the cluster's shared filesystem, like "
+                f"/lustre/.../{{user}} ('~' and relative paths are not expanded there; "
+                f"got {value!r})"
+            )
+        return value
+
+    @field_validator("account")
+    @classmethod
+    def _slurm_word(cls, value: str) -> str:
+        if value and not _SLURM_WORD_RE.match(value):
+            raise ValueError(f"must be letters, digits, '.', '_' or '-' (got {value!r})")
+        return value
+
+    @field_validator("partition", "conversion_partition")
+    @classmethod
+    def _partition_list(cls, value: str) -> str:
+        for part in value.split(","):
+            if part.strip() and not _SLURM_WORD_RE.match(part.strip()):
+                raise ValueError(
+                    f"must be partition names (letters, digits, '.', '_' or '-') separated by "
+                    f"commas (got {value!r})"
+                )
+        return value
+
+    @field_validator("time_hours", "timeout_hours")
+    @classmethod
+    def _at_least_a_minute(cls, value: float) -> float:
+        if value < 1 / 60:
+            raise ValueError(f"must be at least one minute (0.0167 hours; got {value:g})")
         return value
 
     @property

@@ -928,6 +928,15 @@ class PollOutput:
         if self.squeue_rc not in (None, 0) and not self.squeue_unknown_ids and not self.sacct_ids:
             detail = self.squeue_messages[0] if self.squeue_messages else f"rc {self.squeue_rc}"
             return f"squeue failed: {detail}"
+        # Lines that are neither job rows nor the tools' own messages: something printed
+        # garbage (a login banner on stdout, a wrapper script); the rows it hid are unknown.
+        garbage = [
+            m
+            for m in self.squeue_messages + self.sacct_messages
+            if not m.startswith(_TOOL_MESSAGE_PREFIXES)
+        ]
+        if garbage:
+            return f"squeue/sacct printed a line that is not a job row ({garbage[0][:60]!r})"
         return ""
 
     def snapshot(self, job_id: str) -> SlurmSnapshot:
@@ -939,6 +948,7 @@ class PollOutput:
         return {job_id: self.snapshot(job_id) for job_id in job_ids}
 
 
+_TOOL_MESSAGE_PREFIXES = ("squeue:", "sacct:", "slurm_", "slurm:", "error:", "warning:")
 _SQ_KEYS = tuple(key for key, _ in SQUEUE_FIELDS)
 _SA_KEYS = tuple(key for key, _ in SACCT_FIELDS)
 _MARK_RE = re.compile(r"^(squeue|sacct|end)(?: rc=(-?\d+))?(?: ids=(\S*))?\s*$")

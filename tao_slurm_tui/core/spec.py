@@ -39,6 +39,9 @@ _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MOUNT_FLAGS_RE = re.compile(r"^[a-z+]+$")
 
+MIN_HOURS = 1 / 60
+"""Shortest wall time or timeout: one minute (SLURM's ``--time`` unit; ``0`` means no limit)."""
+
 TIMEOUT_FRACTION = 0.95
 """When only ``time_hours`` is given, the command may run this fraction of it (4 h → 3.8 h)."""
 
@@ -139,6 +142,14 @@ class JobSpec(BaseModel):
             raise ValueError("must not be empty: give the bash command line to run")
         if "\0" in value:
             raise ValueError("must not contain a NUL character")
+        return value
+
+    @field_validator("time_hours", "timeout_hours")
+    @classmethod
+    def _at_least_a_minute(cls, value: float) -> float:
+        # SLURM counts --time in minutes and reads 0 as "no limit"; the timeout is in minutes.
+        if value < MIN_HOURS:
+            raise ValueError(f"must be at least one minute ({MIN_HOURS:.4f} hours; got {value:g})")
         return value
 
     @field_validator("timeout_hours")
@@ -495,7 +506,20 @@ def parse_spec_text(text: str, *, source: str = "spec") -> JobSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{source}: not valid TOML ({exc}); fix the file and try again.") from None
-    return validate_spec(data, source=source)
+    except RecursionError:
+        raise BadInput(too_deep(source)) from None
+    try:
+        return validate_spec(data, source=source)
+    except RecursionError:
+        raise BadInput(too_deep(source)) from None
+
+
+def too_deep(source: str) -> str:
+    """The sentence for a TOML document nested too deeply to read (arrays in arrays ...)."""
+    return (
+        f"{source}: the TOML is nested too deeply to read (thousands of arrays or tables "
+        "inside each other); a spec needs only a few levels, so fix the file."
+    )
 
 
 def load_spec(path: str | Path) -> JobSpec:

@@ -223,6 +223,22 @@ def _config_identity_files(profile: Profile, host: str) -> list[Path]:
     return [Path(str(f)).expanduser() for f in files]
 
 
+DEFAULT_IDENTITIES = (
+    "id_ed25519_sk",
+    "id_ecdsa_sk",
+    "id_ed448",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_rsa",
+)
+"""Private keys in ``~/.ssh`` that asyncssh (like OpenSSH) offers when no key is configured."""
+
+
+def _default_identity_files() -> list[Path]:
+    ssh_dir = Path("~/.ssh").expanduser()
+    return [ssh_dir / name for name in DEFAULT_IDENTITIES]
+
+
 # ----------------------------------------------------------------------------------- host keys
 
 
@@ -476,11 +492,18 @@ class Connection:
     def _options(self, host: str) -> dict[str, Any]:
         profile = self.profile
         kh_path = self._known_hosts_path()
-        options: dict[str, Any] = {
+        try:
             # Parsed from text we read ourselves so a missing file means "no keys" (asyncssh
             # would otherwise fall back to ~/.ssh/known_hosts) and our own unknown-vs-changed
             # check sees exactly what asyncssh saw.
-            "known_hosts": asyncssh.import_known_hosts(read_known_hosts(kh_path)),
+            known_hosts = asyncssh.import_known_hosts(read_known_hosts(kh_path))
+        except ValueError as exc:
+            raise BadInput(
+                f"The known_hosts file {kh_path} has a broken line ({exc}); fix or delete that "
+                "line and try again."
+            ) from None
+        options: dict[str, Any] = {
+            "known_hosts": known_hosts,
             "config": () if profile.use_ssh_config else None,
             "keepalive_interval": self.keepalive_interval,
             "keepalive_count_max": 3,
@@ -495,8 +518,11 @@ class Connection:
             options["username"] = profile.user
         if profile.ssh_key_path:
             options["client_keys"] = [str(Path(profile.ssh_key_path).expanduser())]
-        elif profile.use_ssh_config:
-            for identity in _config_identity_files(profile, host):
+        else:
+            # asyncssh, like OpenSSH, offers the IdentityFiles of ~/.ssh/config and the default
+            # ~/.ssh/id_* keys; OpenSSH refuses such a key when others can read it, so do we.
+            identities = _config_identity_files(profile, host) if profile.use_ssh_config else []
+            for identity in [*identities, *_default_identity_files()]:
                 if identity.exists():
                     check_key_permissions(identity)
         if self._password is not None:
@@ -527,6 +553,11 @@ class Connection:
             raise KeyLoadError(
                 f"Cannot read {exc.filename or 'a key file'}; fix SSH_KEY_PATH or the IdentityFile "
                 "in ~/.ssh/config."
+            ) from None
+        except asyncssh.ConfigParseError as exc:
+            raise BadInput(
+                f"~/.ssh/config cannot be read ({exc}); fix that line, or set use_ssh_config = "
+                "false in the profile."
             ) from None
         except TimeoutError:
             raise _HostFailed(f"no answer within {timeout:g} s") from None

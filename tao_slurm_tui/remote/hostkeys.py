@@ -16,6 +16,8 @@ import os
 import re
 from pathlib import Path
 
+from tao_slurm_tui.errors import BadInput
+
 DEFAULT_PORT = 22
 
 
@@ -137,11 +139,25 @@ def keys_for_host(text: str, host: str, port: int, addr: str | None = None) -> l
 
 
 def read_known_hosts(path: str | Path) -> str:
-    """The text of a known_hosts file; a missing file reads as empty."""
+    """The text of a known_hosts file; a missing file reads as empty.
+
+    Raises:
+        BadInput: the path is a directory or cannot be read.
+    """
+    file = Path(path).expanduser()
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
+        return file.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
+    except IsADirectoryError:
+        raise BadInput(
+            f"The known_hosts path {file} is a directory; point known_hosts at a file "
+            "(or leave it empty for ~/.ssh/known_hosts)."
+        ) from None
+    except OSError as exc:
+        raise BadInput(
+            f"The known_hosts file {file} cannot be read ({exc.strerror}); fix its permissions."
+        ) from None
 
 
 def trust_host_key(known_hosts: str | Path, host: str, port: int, public_key: str) -> None:

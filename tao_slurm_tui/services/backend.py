@@ -109,6 +109,12 @@ class Backend(Protocol):
         """``time.time()`` of the last successful :meth:`refresh`, None before the first."""
         ...
 
+    @property
+    def poll_warning(self) -> str:
+        """What the last :meth:`refresh` could not read although SLURM answered (sacct down,
+        lines that are not job rows), as a phrase; '' when it was complete."""
+        ...
+
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Call ``callback(state)`` whenever the connection state changes.
 

@@ -67,6 +67,7 @@ class ClusterBackend:
         if store is not None:
             self.store = store
         self._last_poll: float | None = None
+        self._poll_warning = ""
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
         self._capacity: CapacityReport | None = None
@@ -92,7 +93,12 @@ class ClusterBackend:
     def monitor(self) -> Monitor:
         """Polls, retries and cancels over the one connection."""
         return Monitor(
-            self.conn, self.store, self._name, self._profile, resubmit=self.submitter.resubmit
+            self.conn,
+            self.store,
+            self._name,
+            self._profile,
+            resubmit=self.submitter.resubmit,
+            reconcile=self.submitter.reconcile_interrupted,
         )
 
     # ------------------------------------------------------------------ profile
@@ -138,6 +144,11 @@ class ClusterBackend:
         """Time of the last successful refresh."""
         return self._last_poll
 
+    @property
+    def poll_warning(self) -> str:
+        """What the last refresh could not read ('' when complete)."""
+        return self._poll_warning
+
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Hear about connection state changes."""
         self._listeners.append(callback)
@@ -161,6 +172,7 @@ class ClusterBackend:
             # anyway so the header's indicator tells the truth and a broken profile shows at once.
             await self.conn.connect()
         result = await self.monitor.tick()
+        self._poll_warning = result.warning
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))
 

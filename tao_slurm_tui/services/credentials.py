@@ -53,14 +53,21 @@ IFS= read -r key || [ -n "$key" ] || exit 4
 t=$(mktemp "$d/.credentials.XXXXXXXXXX") || exit 5
 trap 'rm -f "$t"' EXIT
 re='^[[:space:]]*machine[[:space:]]+([^[:space:]]+)'
+next='^[[:space:]]*(machine|default|macdef)([[:space:]]|$)'
+skip=0
 {
   if [ -f "$f" ]; then
     while IFS= read -r line || [ -n "$line" ]; do
       if [[ $line =~ $re ]]; then
+        skip=0
         for h in "${hosts[@]}"; do
-          [[ ${BASH_REMATCH[1]} == "$h" ]] && continue 2
+          if [[ ${BASH_REMATCH[1]} == "$h" ]]; then skip=1; break; fi
         done
+        [ "$skip" = 1 ] && continue
+      elif [[ $line =~ $next ]]; then
+        skip=0
       fi
+      [ "$skip" = 1 ] && continue
       printf '%s\n' "$line"
     done < "$f"
   fi
@@ -80,7 +87,10 @@ are the netrc machines written (enroot matches the registry host without its por
 
 Only shell builtins touch the key (``read``, ``[[ ]]``, ``printf``); the external commands
 (``mkdir``, ``chmod``, ``mktemp``, ``mv``) get file names only. Existing lines are filtered with
-builtins too, so the old key never reaches an argv either.
+builtins too, so the old key never reaches an argv either. An NGC entry spread over several
+lines (netrc allows ``machine nvcr.io`` / ``login ...`` / ``password ...``) is dropped up to the
+next ``machine``/``default``/``macdef`` line, so no stray ``password`` line is left to attach
+itself to the neighbouring entry.
 """
 
 CHECK_COMMAND = "test -s " + home_path(CREDENTIALS_PATH)

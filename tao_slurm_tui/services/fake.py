@@ -338,6 +338,11 @@ class FakeBackend:
         """Time of the last successful refresh."""
         return self._last_poll
 
+    @property
+    def poll_warning(self) -> str:
+        """The fake's polls are always complete."""
+        return ""
+
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Register a connection-state listener."""
         self._listeners.append(callback)

@@ -66,7 +66,7 @@ from tao_slurm_tui.core.slurm import (
 from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
 from tao_slurm_tui.errors import OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
-from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.services.store import JobStore, submit_lock
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -110,6 +110,10 @@ class Resubmit(Protocol):
     def __call__(
         self, job: JobRecord, *, exclude_nodes: Iterable[str] = (), reason: str = ""
     ) -> Awaitable[Attempt]: ...
+
+
+Reconcile = Callable[[JobRecord], Awaitable[JobRecord]]
+"""``Submitter.reconcile_interrupted``: adopt by name (or end) a record a dead submit left."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,7 @@ class Monitor:
         profile: Profile,
         *,
         resubmit: Resubmit | None = None,
+        reconcile: Reconcile | None = None,
         clock: Callable[[], float] = time.time,
         max_retries: int = retry_rules.DEFAULT_MAX_RETRIES,
         lock_path: str | os.PathLike[str] | None = None,
@@ -251,6 +256,9 @@ class Monitor:
             profile: the profile.
             resubmit: ``Submitter.resubmit``; without it infrastructure failures end in Error
                 with the reason they were not retried.
+            reconcile: ``Submitter.reconcile_interrupted``: a record a dead submitter left
+                "submitting" is looked up by name on every tick and cancel, so an interrupted
+                submit never leaves an unmonitored job holding GPUs.
             clock: time source (tests).
             max_retries: retry budget per job (client retries plus SLURM requeues).
             lock_path: the cross-process retry/cancel lock; default next to the store's file.
@@ -260,6 +268,7 @@ class Monitor:
         self.profile_name = profile_name
         self.profile = profile
         self.resubmit = resubmit
+        self.reconcile = reconcile
         self.clock = clock
         self.max_retries = max_retries
         self.status = MonitorStatus()
@@ -291,6 +300,10 @@ class Monitor:
 
     async def _tick(self) -> TickResult:
         every = self._cached_jobs()
+        # Records a dead submitter left "submitting": adopted (then polled below) or ended.
+        interrupted = any(not j.submitted and not j.status.terminal for j in every)
+        if interrupted and await self._reconcile_interrupted():
+            every = self._cached_jobs()
         jobs = [j for j in every if not j.status.terminal and j.submitted and j.attempts]
         result = TickResult(jobs=every)
         if not jobs:
@@ -317,7 +330,8 @@ class Monitor:
             # The controller is down or slow: accounting may still answer (in the background).
             detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
             result.warning = f"squeue failed: {detail[0]}"
-        result.warning = result.warning or self._followup_error
+        # Lines that are no job rows (a banner on stdout, a wrapper): the rows they hid are unknown.
+        result.warning = result.warning or output.error or self._followup_error
         # What earlier follow-ups learnt from sacct, for the ids of this tick only.
         output.sacct_rows = {
             sid: rows for sid in ids.values() if (rows := self._accounting.get(sid)) is not None
@@ -794,6 +808,11 @@ class Monitor:
         """
         async with self._exclusive():
             job = self.store.require(self.profile_name, job_id)
+            if not job.submitted and not job.status.terminal:
+                # A submit that died after sbatch: find its SLURM job first, or the cancel
+                # would leave it running.
+                await self._reconcile_interrupted(only=job_id)
+                job = self.store.require(self.profile_name, job_id)
             if job.status.terminal:
                 return job
             ids = list(dict.fromkeys(a.slurm_job_id for a in job.attempts if a.slurm_job_id))
@@ -825,6 +844,20 @@ class Monitor:
                 f"scancel {' '.join(ids)}" if ids else "canceled before submission",
             )
             return self.store.require(self.profile_name, job_id)
+
+    async def _reconcile_interrupted(self, only: str | None = None) -> bool:
+        """Reconcile "submitting" records whose submitter is gone; True if any was changed."""
+        if self.reconcile is None:
+            return False
+        changed = False
+        for job in self.store.list_jobs(self.profile_name):
+            if job.submitted or job.status.terminal or (only is not None and job.id != only):
+                continue
+            if submit_lock(self.store, self.profile_name, job.id).held_elsewhere():
+                continue  # its submit is still in flight (this process or another)
+            await self.reconcile(job)
+            changed = True
+        return changed
 
     @contextlib.asynccontextmanager
     async def _exclusive(self) -> AsyncIterator[None]:

@@ -221,7 +221,10 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
         The result and the hosts that are known (the only ones worth a login attempt).
     """
     kh = known_hosts_path(profile)
-    text = read_known_hosts(kh)
+    try:
+        text = read_known_hosts(kh)
+    except BadInput as exc:  # a directory, unreadable: the check fails with the fix in words
+        return result("host_keys", CheckStatus.FAIL, str(exc)), []
     known: list[str] = []
     unknown: list[HostKeyInfo] = []
     unreachable: list[tuple[str, str]] = []

@@ -15,9 +15,12 @@ is ever handed to it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -137,34 +140,61 @@ class JobStore:
         self._clock = clock
         self._lock = threading.RLock()
         self._batching = False
+        # A missing file is created by the first write, not by opening: a dry run, a failed
+        # verb or a plain `status` must leave nothing behind. Until then an empty in-memory
+        # database with the same schema answers the reads.
+        self._virtual = not self.path.exists()
+        self._db = self._open(":memory:" if self._virtual else self.path)
+
+    def _open(self, target: str | Path) -> sqlite3.Connection:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fresh = not self.path.exists()
+            if isinstance(target, Path):
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fresh = not target.exists()
             # Autocommit mode: transactions are opened explicitly with BEGIN IMMEDIATE.
-            self._db = sqlite3.connect(
-                self.path,
+            db = sqlite3.connect(
+                target,
                 timeout=BUSY_TIMEOUT_MS / 1000,
                 isolation_level=None,
                 check_same_thread=False,
             )
-            if fresh:
+            if isinstance(target, Path) and fresh:
                 with contextlib.suppress(OSError):
-                    os.chmod(self.path, 0o600)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
+                    os.chmod(target, 0o600)
+            db.row_factory = sqlite3.Row
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            self._migrate(db)
+            return db
         except sqlite3.DatabaseError as exc:
-            raise OperationFailed(
-                f"The state database {self.path} cannot be used ({exc}); move it aside and retry."
-            ) from None
+            raise self._db_error(exc) from None
         except OSError as exc:
             raise OperationFailed(
                 f"The state database {self.path} cannot be opened ({exc.strerror}); "
                 "check the directory's permissions."
             ) from None
+
+    def _db_error(self, exc: sqlite3.DatabaseError) -> OperationFailed:
+        """One sentence for a database failure, with the advice that fits its cause."""
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+            return OperationFailed(
+                f"The state database {self.path} stayed locked for "
+                f"{BUSY_TIMEOUT_MS // 1000} s by another tao-slurm-tui (or a program reading "
+                "it); wait for it to finish and try again."
+            )
+        if isinstance(exc, sqlite3.OperationalError) and (
+            "disk" in text or "readonly" in text or "unable to open" in text
+        ):
+            return OperationFailed(
+                f"The state database {self.path} cannot be written ({text}); check the free "
+                "space and the directory's permissions."
+            )
+        return OperationFailed(
+            f"The state database {self.path} cannot be used ({text}); move it aside and retry."
+        )
 
     # ------------------------------------------------------------------ plumbing
 
@@ -181,23 +211,57 @@ class JobStore:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        # BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that upgrades
-        # later can fail with "database is locked" without the busy handler helping.
         with self._lock:
             if self._batching:  # inside batch(): its transaction holds these writes
                 yield self._db
                 return
-            self._db.execute("BEGIN IMMEDIATE")
+            self._attach(create=True)
+            with self._transaction(self._db) as db:
+                yield db
+
+    def _attach(self, *, create: bool) -> None:
+        """Swap the in-memory stand-in for the real file once it exists (another process
+        created it) or is about to be written (``create``)."""
+        if self._virtual and (create or self.path.exists()):
+            memory = self._db
+            self._db = self._open(self.path)
+            self._virtual = False
+            memory.close()
+
+    @contextlib.contextmanager
+    def _transaction(self, db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        # BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that upgrades
+        # later can fail with "database is locked" without the busy handler helping.
+        with self._lock:
             try:
-                yield self._db
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                raise self._db_error(exc) from None
+            try:
+                yield db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.DatabaseError):
+                    db.execute("ROLLBACK")
                 raise
             else:
-                self._db.execute("COMMIT")
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.DatabaseError as exc:
+                    with contextlib.suppress(sqlite3.DatabaseError):
+                        db.execute("ROLLBACK")
+                    raise self._db_error(exc) from None
 
-    def _migrate(self) -> None:
-        with self._write() as db:
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        with self._lock:
+            self._attach(create=False)
+            try:
+                yield
+            except sqlite3.DatabaseError as exc:
+                raise self._db_error(exc) from None
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        with self._transaction(conn) as db:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise OperationFailed(
@@ -212,7 +276,7 @@ class JobStore:
     @property
     def schema_version(self) -> int:
         """The schema version of the open file."""
-        with self._lock:
+        with self._reading():
             return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
@@ -279,7 +343,7 @@ class JobStore:
 
     def get(self, profile: str, job_id: str) -> JobRecord | None:
         """The job ``job_id`` of ``profile``, with its attempts, or None."""
-        with self._lock:
+        with self._reading():
             row = self._db.execute(
                 "SELECT * FROM jobs WHERE profile = ? AND id = ?", (profile, job_id)
             ).fetchone()
@@ -314,7 +378,7 @@ class JobStore:
             clauses.append(f"status NOT IN ({','.join('?' * len(terminal))})")
             params.extend(terminal)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        with self._lock:
+        with self._reading():
             rows = self._db.execute(
                 f"SELECT * FROM jobs {where} ORDER BY created_at, profile, id", params
             ).fetchall()
@@ -324,7 +388,7 @@ class JobStore:
     def version(self) -> tuple[int, int]:
         """Differs from an earlier value once anything was written since: rows this connection
         changed, and SQLite's ``data_version`` (bumped by other connections' commits)."""
-        with self._lock:
+        with self._reading():  # attaches the real file once another process created it
             other = int(self._db.execute("PRAGMA data_version").fetchone()[0])
             return self._db.total_changes, other
 
@@ -441,7 +505,7 @@ class JobStore:
 
     def events(self, profile: str, job_id: str, limit: int | None = None) -> list[JobEvent]:
         """The job's events, oldest first (the last ``limit`` ones when given)."""
-        with self._lock:
+        with self._reading():
             sql = "SELECT seq, time, kind, text FROM events WHERE profile = ? AND job_id = ?"
             params: list[Any] = [profile, job_id]
             if limit is not None:
@@ -526,13 +590,12 @@ class JobStore:
             raise KeyError(f"no job {profile}/{job_id}")
         return self._record(row, self._attempts(db, profile, job_id))
 
-    @staticmethod
-    def _attempts(db: sqlite3.Connection, profile: str, job_id: str) -> list[Attempt]:
+    def _attempts(self, db: sqlite3.Connection, profile: str, job_id: str) -> list[Attempt]:
         rows = db.execute(
             "SELECT * FROM attempts WHERE profile = ? AND job_id = ? ORDER BY number",
             (profile, job_id),
         ).fetchall()
-        return [_attempt(r) for r in rows]
+        return [self._attempt(r) for r in rows]
 
     def _all_attempts(self, profile: str | None) -> dict[tuple[str, str], list[Attempt]]:
         sql = "SELECT * FROM attempts"
@@ -542,32 +605,111 @@ class JobStore:
             params.append(profile)
         out: dict[tuple[str, str], list[Attempt]] = {}
         for r in self._db.execute(sql + " ORDER BY profile, job_id, number", params):
-            out.setdefault((r["profile"], r["job_id"]), []).append(_attempt(r))
+            out.setdefault((r["profile"], r["job_id"]), []).append(self._attempt(r))
         return out
 
-    @staticmethod
-    def _record(row: sqlite3.Row, attempts: list[Attempt]) -> JobRecord:
-        return JobRecord(
-            id=row["id"],
-            profile=row["profile"],
-            spec=json.loads(row["spec"] or "{}"),
-            base_results_dir=row["base_results_dir"],
-            status=TaoStatus(row["status"]),
-            slurm_state=row["slurm_state"],
-            message=row["message"],
-            progress=Progress.from_dict(json.loads(row["progress"] or "{}")),
-            attempts=attempts,
-            submitted=bool(row["submitted"]),
-            sqsh_job_id=row["sqsh_job_id"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
+    def _record(self, row: sqlite3.Row, attempts: list[Attempt]) -> JobRecord:
+        try:
+            return JobRecord(
+                id=row["id"],
+                profile=row["profile"],
+                spec=_json_object(row["spec"]),
+                base_results_dir=row["base_results_dir"],
+                status=TaoStatus(row["status"]),
+                slurm_state=row["slurm_state"],
+                message=row["message"],
+                progress=Progress.from_dict(_json_object(row["progress"])),
+                attempts=attempts,
+                submitted=bool(row["submitted"]),
+                sqsh_job_id=_slurm_id(row["sqsh_job_id"]),
+                created_at=float(row["created_at"]),
+                updated_at=float(row["updated_at"]),
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise self._damaged(row["profile"], row["id"], exc) from None
+
+    def _damaged(self, profile: str, job_id: str, exc: Exception) -> OperationFailed:
+        detail = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        return OperationFailed(
+            f"The state database {self.path} holds a damaged record of job '{job_id}' in "
+            f"profile '{profile}' ({detail}); it was not written by this version of "
+            "tao-slurm-tui, so move the file aside (your jobs on the cluster are not affected)."
         )
 
+    def _attempt(self, row: sqlite3.Row) -> Attempt:
+        try:
+            attempt = Attempt(number=int(row["number"]), **{k: row[k] for k in _ATTEMPT_FIELDS})
+            _slurm_id(attempt.slurm_job_id)
+            attempt.restarts = int(attempt.restarts)
+            return attempt
+        except (ValueError, TypeError, KeyError) as exc:
+            raise self._damaged(row["profile"], row["job_id"], exc) from None
 
-def _attempt(row: sqlite3.Row) -> Attempt:
-    return Attempt(number=row["number"], **{k: row[k] for k in _ATTEMPT_FIELDS})
+
+_SLURM_ID_RE = re.compile(r"^(?:[0-9]+(?:_[0-9]+)?)?$")
+
+
+def _slurm_id(value: object) -> str:
+    """A stored SLURM id: digits (``N_M`` for array tasks) or empty."""
+    text = str(value)
+    if not _SLURM_ID_RE.match(text):
+        raise ValueError(f"not a SLURM job id: {text[:40]!r}")
+    return text
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    value = json.loads(text or "{}")
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _statements(script: str) -> list[str]:
     # Migrations are plain DDL without semicolons inside literals: split on ';'.
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+class SubmitLock:
+    """An exclusive flock held by the process submitting one job, released on exit or death."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    async def acquire(self) -> None:
+        """Wait for the lock (another process submitting the same name finishes first)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def release(self) -> None:
+        """Release (and remove) the lock file."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            os.close(self._fd)
+            self._fd = None
+
+    def held_elsewhere(self) -> bool:
+        """True while a live process holds the lock (its submit is still in flight)."""
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+
+def submit_lock(store: JobStore, profile_name: str, job_id: str) -> SubmitLock:
+    """The submit lock of one job: a file next to the state DB."""
+    return SubmitLock(Path(f"{store.path}.submitting") / f"{profile_name}--{job_id}.lock")

@@ -36,6 +36,7 @@ known attempts and were submitted after the resubmission started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -69,7 +70,7 @@ from tao_slurm_tui.services.images import (
     sbatch_error,
 )
 from tao_slurm_tui.services.partitions import Limits, fetch_partition_limits
-from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.services.store import JobStore, submit_lock
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,24 @@ def check_paths_command(paths: Sequence[str]) -> str:
             'test -e "$p" || printf "MISSING=%s\\n" "$p"; done'
         )
     return "; ".join(lines)
+
+
+def name_taken_command(user: str, name: str, staged: Sequence[str]) -> str:
+    """One command: ``LIVE=<id>`` per live SLURM job of ``user`` named ``name`` and
+    ``STAGED=<path>`` per staged file of that name that exists (for :func:`parse_taken`)."""
+    squeue = join(["squeue", "-h", "-u", user, f"--name={name}", "-o", "%i"]) if user else "true"
+    return (
+        f'for i in $({squeue} 2>/dev/null); do printf "LIVE=%s\\n" "$i"; done; '
+        f"for p in {' '.join(quote(p) for p in staged)}; do "
+        'test -e "$p" && printf "STAGED=%s\\n" "$p"; done; true'
+    )
+
+
+def parse_taken(output: str) -> tuple[list[str], list[str]]:
+    """(live SLURM ids, staged paths) reported by :func:`name_taken_command`."""
+    live = [ln[5:] for ln in output.splitlines() if ln.startswith("LIVE=") and ln[5:].strip()]
+    staged = [ln[7:] for ln in output.splitlines() if ln.startswith("STAGED=")]
+    return live, staged
 
 
 def parse_missing(output: str) -> list[str]:
@@ -369,13 +388,33 @@ class Submitter:
             )
         to_check = spec.paths_to_check()
         report(SubmitStage.CHECKING, f"checking {len(to_check)} input path(s) on the cluster")
-        result = await self.conn.run(check_paths_command(to_check), timeout=profile.command_timeout)
+        command = check_paths_command(to_check)
+        if existing is None:
+            # Names are unique in this state DB only: another workstation (or state DB) may
+            # have a job of this name pending under the same base_results_dir, whose staged
+            # entrypoint the new one would overwrite. Same round trip.
+            staged = [paths.sbatch, paths.entrypoint]
+            command += "; " + name_taken_command(profile.user, spec.name, staged)
+        result = await self.conn.run(command, timeout=profile.command_timeout)
         missing = parse_missing(result.stdout)
         if missing:
             listed = ", ".join(missing)
             raise BadInput(
                 f"{len(missing)} input path(s) do not exist on the cluster: {listed}; stage the "
                 "data on the shared filesystem or fix the paths in the spec."
+            )
+        live, staged_found = parse_taken(result.stdout) if existing is None else ([], [])
+        if live:
+            raise BadInput(
+                f"A job named '{spec.name}' is already pending or running on the cluster (SLURM "
+                f"job {live[0]}) but is not in this state database (another workstation?); give "
+                f"the new job another name, or cancel that one with 'scancel {live[0]}'."
+            )
+        if staged_found:
+            raise BadInput(
+                f"A job named '{spec.name}' was already staged on the cluster ({staged_found[0]}) "
+                "by another workstation or state database; give the new job another name so "
+                "neither overwrites the other's files."
             )
         ref = spec.image_ref
         warnings: list[str] = []
@@ -394,109 +433,155 @@ class Submitter:
             report(SubmitStage.DONE, "dry run: nothing staged or submitted")
             return SubmitResult(spec.name, "", paths.base, warnings, script=script, dry_run=True)
 
-        # A record left by an earlier try (rejected, lost connection, crash): its job may have
-        # reached SLURM, so look before replacing it.
-        if existing is not None:
-            report(SubmitStage.CHECKING, "an earlier try of this job exists; looking it up by name")
-            window = max(0.0, time.time() - existing.created_at) + RECONCILE_SLACK
-            found = await self._reconcile(spec.name, paths, known=(), window=window, tries=1)
-            if found is not None:
-                return await self._adopt_existing(existing, paths, found)
-            self.store.delete_job(self.profile_name, spec.name)
-
-        # -- 2. staging
-        report(SubmitStage.STAGING, f"creating the job layout under {paths.base}")
-        await self.conn.run(
-            join(["mkdir", "-p", "--", *paths.staging_dirs]),
-            check=True,
-            timeout=profile.command_timeout,
-        )
-        report(SubmitStage.STAGING, f"writing {paths.spec_json}")
-        await self.conn.upload_text(paths.spec_json, spec_file(spec))
-        report(SubmitStage.STAGING, f"writing {paths.env_json} (mode 0600)")
-        await self.conn.upload_text(paths.env_json, env_file(spec), mode=0o600)
-        report(SubmitStage.STAGING, f"writing {paths.entrypoint}")
-        await self.conn.upload_text(paths.entrypoint, render_entrypoint(spec), mode=0o755)
-
-        # -- 3. SQSH
-        if spec.use_sqsh or ref.is_sqsh:
-            report(SubmitStage.SQSH, f"preparing the image {ref.canonical}")
-        conv_partition = split_partitions(profile.conversion_partition or partition)[:1]
-        plan = await ImageService(self.conn, profile).prepare(
-            ref,
-            use_sqsh=spec.use_sqsh,
-            spec_partition=partition,
-            max_time_seconds=limits.get(conv_partition[0]) if conv_partition else None,
-            on_progress=on_progress,
-            stage=SubmitStage.SQSH.value,
-        )
-        warnings.extend(plan.warnings)
-        await self.conn.upload_text(
-            paths.meta_json, meta_file(spec, self.profile_name, profile, plan, created)
-        )
-
-        # -- 4. sbatch, exactly once
-        script = self._render(spec, limits, plan)
-        report(SubmitStage.SBATCH, f"writing {paths.sbatch}")
-        # The script carries the [env] values: as private as env/<id>.json.
-        await self.conn.upload_text(paths.sbatch, script, mode=0o600)
-        record = JobRecord(
-            id=spec.name,
-            profile=self.profile_name,
-            spec=spec.model_dump(mode="json"),
-            base_results_dir=paths.base,
-            status=TaoStatus.PENDING,
-            submitted=False,
-            sqsh_job_id=plan.conversion_job_id,
-            message="submitting",
-            created_at=created,
-        )
-        self.store.create_job(record)
-        if plan.event:
-            self.store.add_event(self.profile_name, spec.name, "sqsh", plan.event)
-        report(SubmitStage.SBATCH, "sbatch --hold, mkdir of the log directory, scontrol release")
+        # From here until the outcome is in the store, this process holds the job's submit
+        # lock: a monitor (in any process) reconciles a "submitting" record only when no live
+        # submitter holds it, so a record left by a crash or Ctrl-C is found by name again.
+        lock = submit_lock(self.store, self.profile_name, spec.name)
+        await lock.acquire()
         try:
-            slurm_id, host, adopted = await self._submit_once(
-                spec.name, paths, known=(), started=started, report=report
+            # A record left by an earlier try (rejected, lost connection, crash): its job may have
+            # reached SLURM, so look before replacing it.
+            if existing is not None:
+                report(
+                    SubmitStage.CHECKING, "an earlier try of this job exists; looking it up by name"
+                )
+                window = max(0.0, time.time() - existing.created_at) + RECONCILE_SLACK
+                found = await self._reconcile(spec.name, paths, known=(), window=window, tries=1)
+                if found is not None:
+                    return await self._adopt_existing(existing, paths, found)
+                self.store.delete_job(self.profile_name, spec.name)
+
+            # -- 2. staging
+            report(SubmitStage.STAGING, f"creating the job layout under {paths.base}")
+            await self.conn.run(
+                join(["mkdir", "-p", "--", *paths.staging_dirs]),
+                check=True,
+                timeout=profile.command_timeout,
             )
-        except SbatchRejected as exc:
-            self.store.update_job(
+            report(SubmitStage.STAGING, f"writing {paths.spec_json}")
+            await self.conn.upload_text(paths.spec_json, spec_file(spec))
+            report(SubmitStage.STAGING, f"writing {paths.env_json} (mode 0600)")
+            await self.conn.upload_text(paths.env_json, env_file(spec), mode=0o600)
+            report(SubmitStage.STAGING, f"writing {paths.entrypoint}")
+            await self.conn.upload_text(paths.entrypoint, render_entrypoint(spec), mode=0o755)
+
+            # -- 3. SQSH
+            if spec.use_sqsh or ref.is_sqsh:
+                report(SubmitStage.SQSH, f"preparing the image {ref.canonical}")
+            conv_partition = split_partitions(profile.conversion_partition or partition)[:1]
+            plan = await ImageService(self.conn, profile).prepare(
+                ref,
+                use_sqsh=spec.use_sqsh,
+                spec_partition=partition,
+                max_time_seconds=limits.get(conv_partition[0]) if conv_partition else None,
+                on_progress=on_progress,
+                stage=SubmitStage.SQSH.value,
+            )
+            warnings.extend(plan.warnings)
+            await self.conn.upload_text(
+                paths.meta_json, meta_file(spec, self.profile_name, profile, plan, created)
+            )
+
+            # -- 4. sbatch, exactly once
+            script = self._render(spec, limits, plan)
+            report(SubmitStage.SBATCH, f"writing {paths.sbatch}")
+            # The script carries the [env] values: as private as env/<id>.json.
+            await self.conn.upload_text(paths.sbatch, script, mode=0o600)
+            record = JobRecord(
+                id=spec.name,
+                profile=self.profile_name,
+                spec=spec.model_dump(mode="json"),
+                base_results_dir=paths.base,
+                status=TaoStatus.PENDING,
+                submitted=False,
+                sqsh_job_id=plan.conversion_job_id,
+                message="submitting",
+                created_at=created,
+            )
+            self.store.create_job(record)
+            if plan.event:
+                self.store.add_event(self.profile_name, spec.name, "sqsh", plan.event)
+            report(
+                SubmitStage.SBATCH, "sbatch --hold, mkdir of the log directory, scontrol release"
+            )
+            try:
+                slurm_id, host, adopted = await self._submit_once(
+                    spec.name, paths, known=(), started=started, report=report
+                )
+            except SbatchRejected:
+                # SLURM said no: no job exists, so nothing is left half-done -- neither the
+                # staged files (the name stays free, also for other workstations) nor the record.
+                with contextlib.suppress(TaoError):
+                    await self.conn.run(
+                        join(
+                            [
+                                "rm",
+                                "-f",
+                                "--",
+                                paths.spec_json,
+                                paths.env_json,
+                                paths.entrypoint,
+                                paths.meta_json,
+                                paths.sbatch,
+                            ]
+                        ),
+                        timeout=profile.command_timeout,
+                    )
+                self.store.delete_job(self.profile_name, spec.name)
+                raise
+            except TaoError as exc:
+                self.store.update_job(self.profile_name, spec.name, message=str(exc))
+                self.store.add_event(self.profile_name, spec.name, "error", str(exc))
+                raise
+            attempt = Attempt(number=0, slurm_job_id=slurm_id, login_host=host)
+            how = "found by name after a lost connection" if adopted else "submitted"
+            self.store.mark_submitted(
                 self.profile_name,
                 spec.name,
-                status=TaoStatus.ERROR,
-                message=exc.slurm_message,
+                attempt,
+                event=f"{how}: SLURM job {slurm_id}" + (f" via {host}" if host else ""),
             )
-            self.store.add_event(self.profile_name, spec.name, "rejected", exc.slurm_message)
-            raise
-        except TaoError as exc:
-            self.store.update_job(self.profile_name, spec.name, message=str(exc))
-            self.store.add_event(self.profile_name, spec.name, "error", str(exc))
-            raise
-        attempt = Attempt(number=0, slurm_job_id=slurm_id, login_host=host)
-        how = "found by name after a lost connection" if adopted else "submitted"
-        self.store.mark_submitted(
-            self.profile_name,
-            spec.name,
-            attempt,
-            event=f"{how}: SLURM job {slurm_id}" + (f" via {host}" if host else ""),
-        )
-        self.store.update_job(self.profile_name, spec.name, message="")
-        if adopted:
-            warnings.append(
-                f"The connection dropped around sbatch; SLURM job {slurm_id} was found by name and "
-                "adopted (no second job was submitted)."
+            self.store.update_job(self.profile_name, spec.name, message="")
+            if adopted:
+                warnings.append(
+                    f"The connection dropped around sbatch; SLURM job {slurm_id} was found by name "
+                    "and adopted (no second job was submitted)."
+                )
+            report(SubmitStage.DONE, f"SLURM job {slurm_id}")
+            return SubmitResult(
+                spec.name,
+                slurm_id,
+                paths.base,
+                warnings,
+                script=script,
+                sqsh_job_id=plan.conversion_job_id,
+                login_host=host,
+                adopted=adopted,
             )
-        report(SubmitStage.DONE, f"SLURM job {slurm_id}")
-        return SubmitResult(
-            spec.name,
-            slurm_id,
-            paths.base,
-            warnings,
-            script=script,
-            sqsh_job_id=plan.conversion_job_id,
-            login_host=host,
-            adopted=adopted,
+        finally:
+            lock.release()
+
+    async def reconcile_interrupted(self, job: JobRecord) -> JobRecord:
+        """A record a dead submitter left "submitting" (Ctrl-C or a crash between sbatch and
+        the store): look its job up by name on the cluster and adopt it, or, when SLURM never
+        got it, end the record in Error saying to submit again (which reconciles once more).
+
+        Raises:
+            OperationFailed: no login host answered (the record stays as it was).
+        """
+        paths = JobPaths(job.base_results_dir or self.profile.results_root, job.id)
+        window = max(0.0, time.time() - job.created_at) + RECONCILE_SLACK
+        found = await self._reconcile(job.id, paths, known=(), window=window, tries=1)
+        if found is not None:
+            await self._adopt_existing(job, paths, found)
+            return self.store.require(self.profile_name, job.id)
+        message = (
+            "The submission was interrupted before SLURM accepted the job; submit the spec "
+            "again to retry."
         )
+        self.store.update_job(self.profile_name, job.id, status=TaoStatus.ERROR, message=message)
+        self.store.add_event(self.profile_name, job.id, "error", message)
+        return self.store.require(self.profile_name, job.id)
 
     async def resubmit(
         self, job: JobRecord, *, exclude_nodes: Iterable[str] = (), reason: str = ""

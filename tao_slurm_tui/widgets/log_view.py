@@ -178,6 +178,16 @@ class LogView(ScrollView, can_focus=True):
         if self.follow:
             self.scroll_end(animate=False, immediate=False, x_axis=False)
 
+    def _scroll_update(self, virtual_size: Size) -> None:
+        # Textual calls this from every layout pass that changes the view's size, its virtual
+        # size or its scrollbars. Following is an invariant kept here, not only a deferred
+        # scroll_end after each write: a scrollbar appearing sends no Resize, and a layout that
+        # lands after the deferred scroll_end (a batch, a hint or a tab shown in the same
+        # frame) used to leave a following view short of the end, its last lines hidden.
+        super()._scroll_update(virtual_size)
+        if self.follow and self.scroll_y != self.max_scroll_y:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
     def action_follow(self) -> None:
         """Follow new lines again."""
         self.follow = True

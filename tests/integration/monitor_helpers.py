@@ -64,6 +64,22 @@ class CountingConn:
         return getattr(self.conn, name)
 
 
+def job_spec(name: str, command: str, **spec: Any) -> JobSpec:
+    """A small CPU job on the sandbox (no GPU, no SQSH, a quarter hour)."""
+    values: dict[str, Any] = {
+        "name": name,
+        "image": IMAGE,
+        "command": command,
+        "num_gpus": 0,
+        "cpus_per_task": 1,
+        "time_hours": 0.25,
+        "use_sqsh": False,
+        "container_mounts": [],
+    }
+    values.update(spec)
+    return JobSpec.model_validate(values)
+
+
 class Harness:
     """A connection, a store, a submitter and a monitor for one test."""
 
@@ -82,21 +98,11 @@ class Harness:
             PROFILE,
             self.profile,
             resubmit=self.submitter.resubmit,
+            reconcile=self.submitter.reconcile_interrupted,
         )
 
     async def submit(self, name: str, command: str, **spec: Any) -> JobRecord:
-        values: dict[str, Any] = {
-            "name": name,
-            "image": IMAGE,
-            "command": command,
-            "num_gpus": 0,
-            "cpus_per_task": 1,
-            "time_hours": 0.25,
-            "use_sqsh": False,
-            "container_mounts": [],
-        }
-        values.update(spec)
-        await self.submitter.submit(JobSpec.model_validate(values))
+        await self.submitter.submit(job_spec(name, command, **spec))
         return self.store.require(PROFILE, name)
 
     async def submit_raw(self, name: str, script: str, *sbatch_args: str) -> JobRecord:

@@ -187,8 +187,11 @@ async def test_slurm_refusal_surfaces_its_message_and_leaves_nothing(
     with pytest.raises(OperationFailed, match=message):
         await submitter.submit(spec(name, **over))
     assert live_jobs_named(name) == []
-    record = store.require("sandbox", name)
-    assert not record.submitted and message in record.message
+    # Leaves nothing: no record, no staged file (the name is free again, here and for others).
+    assert store.get("sandbox", name) is None
+    assert staged_files(JobPaths(sandbox.RESULTS, name)) == []
+    result = await submitter.submit(spec(name), dry_run=True)  # the same name is usable
+    assert result.dry_run
 
 
 async def test_time_above_real_maxtime_is_refused_before_staging(

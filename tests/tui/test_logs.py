@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import App, ComposeResult
+
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.services.fake import FakeBackend
 from tao_slurm_tui.widgets.log_view import LogView, clean_line
@@ -125,3 +127,24 @@ async def test_live_lines_arrive_in_batches(fake: FakeBackend) -> None:
         # Live batches of 500 lines every 10 ms: more than one batch proves appends go on.
         await wait_for(pilot, lambda: view.line_count > 300 + 500, "two live batches")
         assert view.follow
+
+
+async def test_following_survives_a_scrollbar_appearing() -> None:
+    """A scrollbar that appears after the lines were laid out sends no Resize: the view must
+    still end on the last line (it used to stop one line short, the last line hidden)."""
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LogView()
+
+    app = One()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = app.query_one(LogView)
+        view.write_lines([f"line {i}" for i in range(100)])
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "the view at the end")
+        view.styles.overflow_x = "scroll"  # a horizontal scrollbar takes one row
+        await wait_for(pilot, lambda: view.show_horizontal_scrollbar, "the scrollbar")
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "the view at the end again")
+        view.styles.height = 10
+        await wait_for(pilot, lambda: view.size.height == 10, "the smaller view")
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "the end after a resize")

@@ -14,6 +14,7 @@ import pytest
 from tao_slurm_tui import config
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
 from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.services import store as store_module
 from tao_slurm_tui.services.store import MIGRATIONS, SCHEMA_VERSION, JobStore
 
 
@@ -47,6 +48,10 @@ def test_fresh_file_is_migrated_and_private(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "state.db"
     with JobStore(path) as s:
         assert s.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
+        assert s.list_jobs() == [] and s.get("sandbox", "dino-1") is None
+        # Reading leaves nothing behind: the file is created by the first write.
+        assert not path.parent.exists()
+        s.create_job(record())
     assert (path.stat().st_mode & 0o777) == 0o600
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -61,7 +66,63 @@ def test_fresh_file_is_migrated_and_private(tmp_path: Path) -> None:
 def test_default_path_lives_in_the_data_dir() -> None:
     path = config.state_db_path()
     with JobStore(path) as s:
+        s.create_job(record())
         assert s.path == path and path.exists()
+
+
+def test_a_store_opened_before_the_file_existed_sees_later_writes(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    early = JobStore(path)  # e.g. the TUI, opened before the first job ever
+    try:
+        before = early.version()
+        with JobStore(path) as other:  # a CLI submit creates the file
+            other.create_job(record())
+        assert early.version() != before  # a monitor's cache sees the change
+        assert early.get("sandbox", "dino-1") is not None
+    finally:
+        early.close()
+
+
+@pytest.mark.parametrize(
+    ("statement", "detail"),
+    [
+        ("UPDATE jobs SET status = 'Exploded'", "Exploded"),
+        ("UPDATE jobs SET spec = '{not json'", "Expecting"),
+        ("UPDATE jobs SET progress = '[1]'", "JSON object"),
+        ("UPDATE attempts SET slurm_job_id = '1;rm -rf ~'", "not a SLURM job id"),
+    ],
+)
+def test_a_damaged_row_is_one_sentence(tmp_path: Path, statement: str, detail: str) -> None:
+    path = tmp_path / "state.db"
+    with JobStore(path) as s:
+        s.create_job(record())
+        s.add_attempt("sandbox", "dino-1", Attempt(number=0, slurm_job_id="12"))
+    db = sqlite3.connect(path)
+    db.execute(statement)
+    db.commit()
+    db.close()
+    with JobStore(path) as s, pytest.raises(OperationFailed, match="damaged record") as info:
+        s.list_jobs("sandbox")
+    assert "'dino-1'" in str(info.value) and detail in str(info.value)
+
+
+def test_a_lock_held_by_another_writer_gives_the_right_advice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "state.db"
+    with JobStore(path) as s:
+        s.create_job(record())
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 100)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another instance in the middle of a write
+    try:
+        with pytest.raises(OperationFailed) as info, JobStore(path) as s:
+            s.update_job("sandbox", "dino-1", message="x")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    text = str(info.value)
+    assert "locked" in text and "another tao-slurm-tui" in text and "move it aside" not in text
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

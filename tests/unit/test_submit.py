@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from tao_slurm_tui.core.images import parse_image
-from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec import JobSpec
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
@@ -295,10 +294,10 @@ async def test_rejected_sbatch_surfaces_slurm_and_can_be_fixed(
     conn.sbatch = [rejected("Invalid account or account/partition combination specified")]
     with pytest.raises(OperationFailed, match="Invalid account or account/partition"):
         await submitter(conn, store, profile).submit(make_spec(account="nosuch"))
-    rec = store.require("p", "job-1")
-    assert not rec.submitted and rec.status is TaoStatus.ERROR
-    assert "Invalid account" in rec.message
-    # Same name, fixed spec: the old record is replaced after a reconcile found nothing.
+    # SLURM said no: nothing half-done is left, neither the record nor the staged files.
+    assert store.get("p", "job-1") is None
+    assert conn.count("rm -f --") == 1
+    # Same name, fixed spec: submitted as if for the first time.
     conn.sbatch = [ok("90")]
     result = await submitter(conn, store, profile).submit(make_spec())
     assert result.slurm_job_id == "90"

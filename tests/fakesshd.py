@@ -1,0 +1,119 @@
+"""A real SSH server (asyncssh) that runs every command with local bash and *fake* SLURM tools.
+
+The bad-input table needs remote answers the real cluster never gives (garbage ``squeue`` or
+``sacct`` lines, an ``sbatch`` that prints no job id, an unreadable ``status.json``). This server
+is a real SSH endpoint: the app connects to it over TCP with its real :class:`Connection`, and
+each command runs in ``bash -c`` on this machine with ``PATH`` starting at ``FAKEBIN``, where the
+test puts small scripts named ``squeue``, ``sacct``, ``sbatch``... that print what the row needs.
+Nothing else is faked, so the test does not depend on how the app builds its commands.
+
+Run as ``python -m tests.fakesshd STATE_DIR``: writes ``STATE_DIR/port`` when listening;
+``STATE_DIR/host_key`` (server), ``STATE_DIR/client_key`` (+ ``.pub``), ``STATE_DIR/known_hosts``,
+``STATE_DIR/fakebin`` and ``STATE_DIR/home`` (the remote ``$HOME``) are created here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import asyncssh
+
+
+class _Server(asyncssh.SSHServer):
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return True
+
+
+def prepare(state: Path) -> None:
+    """Keys, known_hosts skeleton and the fake remote home (idempotent)."""
+    state.mkdir(parents=True, exist_ok=True)
+    for name in ("host_key", "client_key"):
+        path = state / name
+        if not path.exists():
+            key = asyncssh.generate_private_key("ssh-ed25519")
+            key.write_private_key(str(path))
+            key.write_public_key(str(path) + ".pub")
+            path.chmod(0o600)
+    (state / "fakebin").mkdir(exist_ok=True)
+    (state / "home").mkdir(exist_ok=True)
+
+
+async def _serve(state: Path) -> None:
+    env = {
+        "PATH": f"{state / 'fakebin'}:/usr/bin:/bin",
+        "HOME": str(state / "home"),
+        "USER": "fake",
+        "LANG": "C.UTF-8",
+    }
+
+    async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        command = process.command or "bash"
+        proc = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=env["HOME"],
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdin and proc.stdout and proc.stderr
+
+        async def feed() -> None:
+            stdin = proc.stdin
+            assert stdin is not None
+            try:
+                while data := await process.stdin.read(65536):
+                    stdin.write(data)
+                    await stdin.drain()
+            except (OSError, asyncssh.Error):
+                pass
+            finally:
+                stdin.close()
+
+        async def pump(source: asyncio.StreamReader, sink: asyncssh.SSHWriter[bytes]) -> None:
+            while data := await source.read(65536):
+                sink.write(data)
+
+        feeder = asyncio.ensure_future(feed())
+        await asyncio.gather(pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr))
+        code = await proc.wait()
+        feeder.cancel()
+        process.exit(code)
+
+    server = await asyncssh.listen(
+        "127.0.0.1",
+        0,
+        server_host_keys=[str(state / "host_key")],
+        server_factory=_Server,
+        process_factory=handle,
+        encoding=None,
+        allow_scp=False,
+    )
+    port = server.sockets[0].getsockname()[1]
+    host_pub = (state / "host_key.pub").read_text().strip()
+    (state / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    tmp = state / "port.tmp"
+    tmp.write_text(str(port))
+    os.replace(tmp, state / "port")
+    await server.wait_closed()
+
+
+def main() -> None:
+    state = Path(sys.argv[1])
+    prepare(state)
+    asyncio.run(_serve(state))
+
+
+if __name__ == "__main__":
+    main()
