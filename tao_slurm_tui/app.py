@@ -23,7 +23,7 @@ from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.session import BackendFactory, backend_factory
-from tao_slurm_tui.widgets.theme import TAO_DARK
+from tao_slurm_tui.widgets.theme import TAO_DARK, THEMES
 
 if TYPE_CHECKING:
     from tao_slurm_tui.screens.composer import ComposerScreen
@@ -72,7 +72,8 @@ class TaoSlurmApp(App[None]):
         self.initial_spec = initial_spec
         self.home: QueueScreen | None = None
         """The queue (the home screen at the bottom of the stack)."""
-        self.register_theme(TAO_DARK)
+        for theme in THEMES:
+            self.register_theme(theme)
         self.theme = settings.theme if settings.theme in self.available_themes else TAO_DARK.name
 
     @property

@@ -56,7 +56,7 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
         ("Queue", [*QueueScreen.BINDINGS, *JobTable.BINDINGS]),
         ("Composer", ComposerScreen.BINDINGS),
         ("Logs", [*LogsScreen.BINDINGS, *LogView.BINDINGS]),
-        ("Onboarding", OnboardingScreen.BINDINGS),
+        ("Set-up", OnboardingScreen.BINDINGS),
     ]
     tables: list[tuple[str, list[KeyRow]]] = []
     for title, bindings in groups:

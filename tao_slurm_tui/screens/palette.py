@@ -47,8 +47,11 @@ class TaoCommands(Provider):
             ("New job", "Open the composer with the profile's defaults", app.action_new_job),
             ("Queue", "Go to the job queue (home)", app.action_queue),
             ("Logs of selected job", "Follow main.out / main.err", app.action_logs),
-            ("Doctor", "Check the set-up and fix what fails", app.action_doctor),
-            ("Profiles", "Create or edit a cluster profile", app.action_doctor),
+            (
+                "Set-up",
+                "Edit the cluster profile; run the doctor's checks and fix what fails",
+                app.action_doctor,
+            ),
             ("Help", "Every key binding per screen", app.action_help),
         ]
         for name in app.backend.profile_names():

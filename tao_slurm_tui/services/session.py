@@ -7,6 +7,7 @@ Every front opens its back end here: each CLI verb (through
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 
 from tao_slurm_tui.config import Config
@@ -30,7 +31,8 @@ def backend_factory(config: Config, environ: Mapping[str, str] | None = None) ->
         from tao_slurm_tui.services.fake import FakeBackend
 
         def fake(name: str | None) -> Backend:
-            backend = FakeBackend(profile_name=config.profile_name(name))
+            # The real clock, as the header's: a frozen fake would be 'polled 4909h ago'.
+            backend = FakeBackend(profile_name=config.profile_name(name), clock=time.time)
             backend.poll_interval = config.settings.poll_interval
             return backend
 

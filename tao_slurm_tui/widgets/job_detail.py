@@ -40,8 +40,8 @@ def render_detail(job: JobRecord) -> RenderableType:
     progress = job.progress
     if progress.epoch is not None:
         line = f"Progress: epoch {progress.epoch}/{progress.max_epoch or '?'}"
-        if progress.eta:
-            line += f" · eta {progress.eta}"
+        if progress.eta and not job.status.terminal:
+            line += f" · eta {progress.eta}"  # a finished job has nothing left to wait for
         if progress.kpi:
             line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
         parts.append(Text(line))
@@ -85,8 +85,12 @@ class JobDetail(Static):
     }
     """
 
+    job_id: str | None = None
+    """Id of the job shown (None: the hint)."""
+
     def show(self, job: JobRecord | None) -> None:
         """Display ``job`` (or a hint when nothing is selected)."""
+        self.job_id = job.id if job is not None else None
         if job is None:
             self.update(Text("No job selected. Press n to compose one.", style="italic"))
         else:

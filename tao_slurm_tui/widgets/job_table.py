@@ -15,8 +15,9 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
@@ -154,6 +155,18 @@ class DiffStats:
 class JobTable(DataTable[Text]):
     """The jobs of the queue, one row per job id."""
 
+    class Sorted(Message):
+        """The sort column or direction changed (the screen redraws its subtitle)."""
+
+        def __init__(self, table: JobTable) -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> JobTable:
+            """The table that was sorted."""
+            return self.table
+
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
         "job-table--pending",
         "job-table--running",
@@ -167,18 +180,24 @@ class JobTable(DataTable[Text]):
     DEFAULT_CSS = """
     JobTable {
         height: 1fr;
-        & > .job-table--pending { color: $warning; }
-        & > .job-table--running { color: $accent; text-style: bold; }
+        /* Waiting (amber, dim) and working (blue, bold) must differ in every theme: by
+           colour and by weight, so a colour-blind reader or a monochrome theme still tells. */
+        & > .job-table--pending { color: $warning; text-style: italic; }
+        & > .job-table--running { color: $secondary; text-style: bold; }
         & > .job-table--complete { color: $success; }
         & > .job-table--error { color: $error; text-style: bold; }
         & > .job-table--canceled { color: $text-muted; }
-        & > .job-table--paused { color: $secondary; }
+        & > .job-table--paused { color: $accent; text-style: italic; }
         & > .job-table--progress { color: $primary; }
     }
     """
 
     BINDINGS = [
         Binding("s", "cycle_sort", "Sort", id="queue.sort"),
+        Binding("j", "cursor_down", "Down", show=False, id="queue.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="queue.up"),
+        Binding("g,home", "scroll_top", "First job", show=False, id="queue.first"),
+        Binding("G,end", "scroll_bottom", "Last job", show=False, id="queue.last"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -273,7 +292,11 @@ class JobTable(DataTable[Text]):
                     shown = self._shown.get(job_id, {})
                     for key, value in plain.items():
                         if shown.get(key) != value:
-                            self.update_cell(job_id, key, self._cell(job, key, value))
+                            # update_width: a status that grows ("Running" -> "Complete")
+                            # widens its column instead of showing "Complet".
+                            self.update_cell(
+                                job_id, key, self._cell(job, key, value), update_width=True
+                            )
                             stats.updated_cells += 1
                 self.jobs[job_id] = job
                 self._shown[job_id] = plain
@@ -305,16 +328,35 @@ class JobTable(DataTable[Text]):
         self.sort_column, self.sort_reverse = column, reverse
         keep = self.cursor_job_id
         self._sort()
+        self._mark_sorted_header()
         if keep is not None:
             self._restore_cursor(keep)
+        self.post_message(self.Sorted(self))
+
+    @property
+    def sort_label(self) -> str:
+        """What the rows are sorted by, in words, with the direction: 'Status ↑'."""
+        label = dict(COLUMNS).get(self.sort_column)
+        if label is None:  # "created": the store's order, newest first
+            return f"submitted {'↑ oldest first' if self.sort_reverse else '↓ newest first'}"
+        return f"{label} {'↓' if self.sort_reverse else '↑'}"
+
+    def _mark_sorted_header(self) -> None:
+        # The sorted column's header carries the arrow (k9s' habit); the others lose theirs.
+        for key, label in COLUMNS:
+            column = self.columns.get(ColumnKey(key))
+            if column is None:
+                continue
+            arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
+            column.label = Text(label + arrow)
+        self.refresh()
 
     def action_cycle_sort(self) -> None:
         """Sort by the next column."""
         keys = ["created"] + [key for key, _ in COLUMNS]
         index = keys.index(self.sort_column) if self.sort_column in keys else 0
         self.sort_by(keys[(index + 1) % len(keys)], reverse=False)
-        label = dict(COLUMNS).get(self.sort_column, "submission time")
-        self.notify(f"Sorted by {label}.", timeout=2)
+        self.notify(f"Sorted by {self.sort_label}.", timeout=2)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """Click a header to sort by it."""
