@@ -19,7 +19,8 @@ from tao_slurm_tui.screens.composer import ComposerScreen  # noqa: E402
 from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
 from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend  # noqa: E402
 
-SIZE = (120, 36)
+SIZES = {"": (160, 45), "-80x24": (80, 24)}
+"""File suffix -> terminal size: a big terminal, and the smallest the app must work in."""
 OUT = ROOT / "screenshots"
 
 Step = Callable[[TaoSlurmApp, Pilot[None]], Awaitable[None]]
@@ -70,7 +71,7 @@ SHOTS: dict[str, Step] = {
 }
 
 
-async def shoot(name: str, step: Step) -> Path:
+async def shoot(name: str, step: Step, size: tuple[int, int]) -> Path:
     """Run the app on the fake back end, drive it to a screen, save the SVG."""
     app = make_app(
         FakeBackend(clock=lambda: FROZEN_TIME),
@@ -78,7 +79,7 @@ async def shoot(name: str, step: Step) -> Path:
         clock=lambda: FROZEN_TIME,
         cursor_blink=False,  # a blinking cursor would make the picture depend on timing
     )
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await _settle(app, pilot)
         await step(app, pilot)
         # Not wait_for_complete(): log followers run until their screen closes.
@@ -90,7 +91,8 @@ async def shoot(name: str, step: Step) -> Path:
 async def main() -> None:
     OUT.mkdir(exist_ok=True)
     for name, step in SHOTS.items():
-        print(await shoot(name, step))
+        for suffix, size in SIZES.items():
+            print(await shoot(f"{name}{suffix}", step, size))
 
 
 if __name__ == "__main__":

@@ -93,9 +93,10 @@ class ComposerScreen(Screen[str | None]):
                 yield Label("", id="problems")
                 yield Label("", id="stages")
                 with Horizontal(id="actions"):
-                    yield Button("Submit", id="submit", variant="primary")
-                    yield Button("Load…", id="load")
-                    yield Button("Save…", id="save")
+                    # Compact (one line, no border): all three fit beside the form at 80x24.
+                    yield Button("Submit", id="submit", variant="primary", compact=True)
+                    yield Button("Load…", id="load", compact=True)
+                    yield Button("Save…", id="save", compact=True)
         yield Footer()
 
     def on_mount(self) -> None:

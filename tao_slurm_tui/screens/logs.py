@@ -22,8 +22,8 @@ class LogsScreen(Screen[None]):
     BINDINGS = [
         Binding("f", "toggle_follow", "Follow", id="logs.follow"),
         Binding("slash", "search", "Search", id="logs.search"),
-        Binding("n", "next_match", "Next", id="logs.next"),
-        Binding("N", "previous_match", "Previous", id="logs.previous"),
+        Binding("n", "next_match", "Next", show=False, id="logs.next"),
+        Binding("N", "previous_match", "Previous", show=False, id="logs.previous"),
         Binding("o", "show_tab('out')", "main.out", id="logs.out"),
         Binding("e", "show_tab('err')", "main.err", id="logs.err"),
         Binding("escape", "back", "Back", id="logs.back"),
@@ -49,7 +49,9 @@ class LogsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, search bar, two tabs, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, f"logs of {self.job_id}")
-        yield Input(placeholder="search (Enter: go; n / N: next / previous)", id="search")
+        yield Input(
+            placeholder="search (Enter: go; n / N: next / previous)", id="search", compact=True
+        )
         with TabbedContent(initial="tab-out"):
             for stream in STREAMS:
                 with TabPane(f"main.{stream}", id=f"tab-{stream}"):

@@ -49,9 +49,9 @@ class QueueScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False, id="queue.clear_filter"),
         Binding("l", "logs", "Logs", id="queue.logs"),
         Binding("c", "cancel_job", "Cancel", id="queue.cancel"),
-        Binding("e", "clone", "Clone", id="queue.clone"),
+        Binding("e", "clone", "Clone", show=False, id="queue.clone"),
         Binding("r", "refresh", "Refresh", id="queue.refresh"),
-        Binding("f", "toggle_finished", "Finished", id="queue.toggle_finished"),
+        Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
         Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
         Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
         Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
@@ -93,7 +93,7 @@ class QueueScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, filter, table, detail, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, "queue")
-        yield Input(placeholder="filter: words matching any column", id="filter")
+        yield Input(placeholder="filter: words matching any column", id="filter", compact=True)
         yield JobTable(id="jobs")
         with VerticalScroll(id="detail-box"):
             yield JobDetail(id="detail")
@@ -211,8 +211,8 @@ class QueueScreen(Screen[None]):
         """Counts, the sort and whether finished jobs are shown, under the table."""
         shown, total = self.table.row_count, len(self.all_jobs)
         count = f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
-        finished = "finished shown" if self.show_finished else "finished hidden (f)"
-        self.table.border_subtitle = f"{count} · sort {self.table.sort_label} · {finished}"
+        finished = "finished shown (f)" if self.show_finished else "finished hidden (f)"
+        self.table.border_subtitle = f"{count} · sort {self.table.sort_label} (s) · {finished}"
 
     @on(JobTable.Sorted)
     def _sorted(self) -> None:

@@ -42,8 +42,10 @@ class CheckRow(Vertical):
         &.-fail .glyph { color: $error; text-style: bold; }
         &.-warn .glyph { color: $warning; text-style: bold; }
         &.-skip .glyph, &.-skip .name { color: $text-muted; }
-        & .detail { color: $text-muted; padding-left: 2; }
-        & .fix { color: $warning; padding-left: 2; }
+        & .name { width: 1fr; }
+        /* width 100%: long details and fixes wrap instead of running off the pane. */
+        & .detail { color: $text-muted; padding-left: 2; width: 100%; }
+        & .fix { color: $warning; padding-left: 2; width: 100%; }
         & .fix-row { height: auto; padding-left: 2; }
         & .fix-row Button.fix-button {
             margin-right: 1; height: 1; min-width: 10; border-top: none; border-bottom: none;

@@ -193,7 +193,7 @@ class JobTable(DataTable[Text]):
     """
 
     BINDINGS = [
-        Binding("s", "cycle_sort", "Sort", id="queue.sort"),
+        Binding("s", "cycle_sort", "Sort", show=False, id="queue.sort"),
         Binding("j", "cursor_down", "Down", show=False, id="queue.down"),
         Binding("k", "cursor_up", "Up", show=False, id="queue.up"),
         Binding("g,home", "scroll_top", "First job", show=False, id="queue.first"),
@@ -338,7 +338,7 @@ class JobTable(DataTable[Text]):
         """What the rows are sorted by, in words, with the direction: 'Status ↑'."""
         label = dict(COLUMNS).get(self.sort_column)
         if label is None:  # "created": the store's order, newest first
-            return f"submitted {'↑ oldest first' if self.sort_reverse else '↓ newest first'}"
+            return f"submitted {'↑' if self.sort_reverse else '↓'}"  # ↓: newest first
         return f"{label} {'↓' if self.sort_reverse else '↑'}"
 
     def _mark_sorted_header(self) -> None:

@@ -100,7 +100,7 @@ async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: FakeBacke
     async with app.run_test(size=WIDE) as pilot:
         screen = await _queue(pilot)
         table = screen.table
-        assert "sort submitted ↓ newest first" in str(table.border_subtitle)
+        assert "sort submitted ↓ (s)" in str(table.border_subtitle)
         assert "finished shown" in str(table.border_subtitle)
         await pilot.press("s")  # the next column: Job, ascending
         await wait_for(pilot, lambda: table.sort_column == "id", "sorted by job")
@@ -245,3 +245,49 @@ async def test_the_fake_completes_without_an_eta_and_counts_down(fake: FakeBacke
         await fake.refresh()
     assert etas == sorted(etas, reverse=True) and len(set(etas)) == len(etas)
     assert job.status is TaoStatus.COMPLETE and job.progress.eta == ""
+
+
+def _inside(widget: Any, screen: Any) -> bool:
+    """The widget is drawn whole: its region lies inside the screen and its parent."""
+    region, parent = widget.region, widget.parent.region
+    return (
+        bool(region.area)
+        and screen.region.contains_region(region)
+        and (parent.contains_region(region))
+    )
+
+
+async def test_composer_fits_80x24(fake: FakeBackend) -> None:
+    from textual.widgets import Button, Input
+
+    from tao_slurm_tui.screens.composer import ComposerScreen
+
+    app = build_app(fake)
+    async with app.run_test(size=SMALL) as pilot:
+        await _queue(pilot)
+        await pilot.press("n")
+        screen = await shown(pilot, ComposerScreen)
+        await settle(pilot)
+        for button in screen.query(Button):
+            assert _inside(button, screen), button.id
+        name = screen.query_one("#f-name", Input)
+        assert name.size.width >= 30  # a readable field, not a 10-column strip
+
+
+async def test_doctor_fix_texts_wrap_at_80x24(fake: FakeBackend) -> None:
+    from tao_slurm_tui.screens.onboarding import OnboardingScreen
+    from tao_slurm_tui.widgets.check_row import CheckRow
+
+    app = build_app(fake)
+    async with app.run_test(size=SMALL) as pilot:
+        await _queue(pilot)
+        await pilot.press("d")
+        screen = await shown(pilot, OnboardingScreen)
+        await wait_for(pilot, lambda: len(screen.query(CheckRow)) > 5, "the checks")
+        await settle(pilot)
+        for row in screen.query(CheckRow):
+            for label in row.query(".fix, .detail"):
+                text = str(label.render())
+                assert label.size.width <= row.size.width
+                # Every character of a long text is shown, on as many lines as it needs.
+                assert label.size.height * label.size.width >= len(text), text

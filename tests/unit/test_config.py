@@ -207,3 +207,19 @@ def test_module_entry_point_runs() -> None:
         env={**os.environ},
     )
     assert "render" in out.stdout and "doctor" in out.stdout
+
+
+def test_set_profile_help_lists_every_key(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["config", "set-profile", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for key in Profile.model_fields:
+        assert f"\n  {key} [" in out, key
+    assert "example: tao-slurm-tui config set-profile" in out
+
+
+def test_readme_documents_set_profile_and_creds_check() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "`config set-profile NAME KEY=VALUE" in readme
+    assert "`creds check`" in readme
