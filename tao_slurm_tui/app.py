@@ -41,6 +41,7 @@ class TaoSlurmApp(App[None]):
     TITLE = "tao-slurm-tui"
     CSS_PATH = [str(styles_dir() / f"{name}.tcss") for name in STYLESHEETS]
     COMMANDS = App.COMMANDS | {TaoCommands}
+    BINDINGS = APP_BINDINGS
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     """Below 110 columns (80x24, 100x30) screens stack labels over fields and use compact
     buttons: see the ``-narrow`` rules in styles/."""

@@ -342,4 +342,4 @@ class ComposerScreen(Screen[str | None]):
         self._unless_dirty("Leave and discard your changes to this job?", "Discard", self._leave)
 
     def _leave(self) -> None:
-        self.app.pop_screen()
+        self.dismiss(None)
