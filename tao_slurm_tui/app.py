@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App
+from textual.theme import Theme
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
-from tao_slurm_tui.config import Config, Settings
+from tao_slurm_tui.config import Config, ConfigError, Settings
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
 from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
@@ -55,6 +56,8 @@ class TaoSlurmApp(App[None]):
         backend_factory: BackendFactory | None = None,
         initial_spec: dict[str, Any] | None = None,
         cursor_blink: bool = True,
+        new_profile: bool = False,
+        save_settings: Callable[[Settings], None] | None = None,
     ) -> None:
         """Create the app (prefer :func:`make_app`).
 
@@ -66,6 +69,8 @@ class TaoSlurmApp(App[None]):
             initial_spec: Open the composer pre-filled with this spec over the queue.
             cursor_blink: Blink the text cursor of inputs; False draws it steadily (snapshots
                 and screenshots must not depend on when they are taken).
+            new_profile: The profile is not saved yet (first start): open the set-up screen.
+            save_settings: Writes the settings (the chosen theme) to the config file.
         """
         super().__init__()
         self.cursor_blink = cursor_blink
@@ -73,6 +78,10 @@ class TaoSlurmApp(App[None]):
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
         self.backend_factory = backend_factory
         self.initial_spec = initial_spec
+        self.new_profile = new_profile
+        """The profile is not in the config file yet: open on the set-up screen."""
+        self.save_settings = save_settings
+        """Writes the settings to the config file (the chosen theme); None: not saved."""
         self.home: QueueScreen | None = None
         """The queue (the home screen at the bottom of the stack)."""
         for theme in THEMES:
@@ -101,8 +110,20 @@ class TaoSlurmApp(App[None]):
         self.push_screen(self.home)
         if self.initial_spec is not None:
             self.push_screen(ComposerScreen(self.ctx, self.initial_spec))
-        if self.backend.profile.missing_required():
+        if self.new_profile or self.backend.profile.missing_required():
             self.push_screen(OnboardingScreen(self.ctx))
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Remember the theme picked in the palette for the next start."""
+        if self.ctx.settings.theme == theme.name:
+            return
+        self.ctx.settings.theme = theme.name
+        if self.save_settings is not None:
+            try:
+                self.save_settings(self.ctx.settings)
+            except (OSError, ConfigError) as error:
+                self.notify(f"The theme is used but not saved: {error}", severity="warning")
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """Without blinking, a focused text field draws its cursor steadily.
@@ -210,6 +231,8 @@ def make_app(
     backend_factory: BackendFactory | None = None,
     initial_spec: dict[str, Any] | None = None,
     cursor_blink: bool = True,
+    new_profile: bool = False,
+    save_settings: Callable[[Settings], None] | None = None,
 ) -> TaoSlurmApp:
     """Build the app (shared by the CLI, the tests and the screenshot script).
 
@@ -220,6 +243,8 @@ def make_app(
         backend_factory: Builds another profile's back end, enabling 'switch profile'.
         initial_spec: A spec dict to open in the composer at start (``--spec``).
         cursor_blink: False draws text cursors steadily (tests and screenshots).
+        new_profile: The profile is not in the config file yet: open on the set-up screen.
+        save_settings: Writes the settings to the config file (the chosen theme is kept).
     """
     return TaoSlurmApp(
         backend,
@@ -228,6 +253,8 @@ def make_app(
         backend_factory=backend_factory,
         initial_spec=initial_spec,
         cursor_blink=cursor_blink,
+        new_profile=new_profile,
+        save_settings=save_settings,
     )
 
 
@@ -243,8 +270,16 @@ def run_app(
         profile: ``--profile NAME`` if given.
         spec: A spec dict to open in the composer at start (``--spec``).
     """
-    factory = backend_factory(config)
-    make_app(
-        factory(profile), settings=config.settings, backend_factory=factory, initial_spec=spec
-    ).run()
-    return 0
+    # An unknown or missing profile is a new one to set up here, not an error (first start).
+    factory = backend_factory(config, allow_new=True)
+    app = make_app(
+        factory(profile),
+        settings=config.settings,
+        backend_factory=factory,
+        initial_spec=spec,
+        new_profile=not config.has_profile(profile),
+        save_settings=lambda _settings: config.save(),
+    )
+    app.run()
+    # Textual prints an uncaught exception's traceback and sets 1: the shell must see it.
+    return app.return_code or 0

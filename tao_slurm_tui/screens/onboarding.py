@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,6 +16,7 @@ from textual.widgets import Button, Collapsible, Footer, Input, Label, Select
 
 from tao_slurm_tui.core.preflight import CheckResult
 from tao_slurm_tui.core.profile import NAME_RE, Profile
+from tao_slurm_tui.core.ssh_hosts import ssh_config_hosts
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
@@ -65,6 +67,15 @@ def profile_errors(values: dict[str, str]) -> dict[str, str]:
     return errors
 
 
+def ssh_config_host_choices(path: Path | None = None) -> list[str]:
+    """The Host aliases of ``~/.ssh/config`` (none when it is missing or unreadable)."""
+    path = path or Path("~/.ssh/config").expanduser()
+    try:
+        return ssh_config_hosts(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return []
+
+
 class OnboardingScreen(Screen[None]):
     """Profile form on the left, the doctor's live check list with fix buttons on the right."""
 
@@ -100,6 +111,13 @@ class OnboardingScreen(Screen[None]):
                 for key, label, placeholder, advanced in PROFILE_FIELDS:
                     if not advanced:
                         yield from self._field(key, label, placeholder, values[key])
+                    if key == "hostnames" and (hosts := ssh_config_host_choices()):
+                        # A Host alias works as is: the connection reads ~/.ssh/config.
+                        yield Select(
+                            [(host, host) for host in hosts],
+                            prompt="or pick a Host from ~/.ssh/config",
+                            id="p-ssh-host",
+                        )
                 with Collapsible(
                     title="Advanced",
                     collapsed=not any(
@@ -124,6 +142,11 @@ class OnboardingScreen(Screen[None]):
                     yield Button("Run checks", id="run")
                 yield VerticalScroll(id="checks")
         yield Footer()
+
+    @on(Select.Changed, "#p-ssh-host")
+    def _ssh_host_chosen(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str):
+            self.query_one("#p-hostnames", Input).value = event.value
 
     def _field(self, key: str, label: str, placeholder: str, value: str) -> ComposeResult:
         yield Label(label, classes="field-label")

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from functools import cached_property
 from typing import Any
 
-from tao_slurm_tui.config import Config, state_db_path
+from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -40,7 +40,12 @@ class ClusterBackend:
     """Everything the fronts ask of one cluster profile, done by the real services."""
 
     def __init__(
-        self, config: Config, name: str | None = None, *, store: JobStore | None = None
+        self,
+        config: Config,
+        name: str | None = None,
+        *,
+        store: JobStore | None = None,
+        allow_new: bool = False,
     ) -> None:
         """Build the back end of profile ``name`` (nothing is opened until first use).
 
@@ -48,6 +53,7 @@ class ClusterBackend:
             config: the loaded config (profiles, settings).
             name: the profile to use; None: the default (or the one the environment describes).
             store: the job store; default the one under the platform data dir, opened on use.
+            allow_new: an unknown profile is a new one to set up (the TUI), not an error.
 
         Raises:
             ConfigError: unknown profile, or a bad environment override.
@@ -55,7 +61,7 @@ class ClusterBackend:
         self.config = config
         self._name = config.profile_name(name)
         # The one place a profile is read for the cluster: environment overrides applied.
-        self._profile = config.profile(name)
+        self._profile = config.profile(name, allow_new=allow_new)
         self._listeners: list[Callable[[str], None]] = []
         self.conn = Connection(self._profile, on_state=self._on_state)
         if store is not None:
@@ -209,8 +215,8 @@ class ClusterBackend:
         missing = self._profile.missing_required()
         if missing:
             raise BadInput(
-                f"profile '{self._name}' has no {', '.join(missing)}; set it in the config "
-                "file (or the SLURM_* environment variables) or run the onboarding screen."
+                f"profile '{self._name}' has no {', '.join(missing)}; {how_to_create(self._name)} "
+                "(or set the SLURM_* environment variables)."
             )
 
         def progress(stage: str, detail: str) -> None:

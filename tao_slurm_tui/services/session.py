@@ -25,8 +25,17 @@ def demo_mode(environ: Mapping[str, str] | None = None) -> bool:
     return (os.environ if environ is None else environ).get(DEMO_VARIABLE) == "1"
 
 
-def backend_factory(config: Config, environ: Mapping[str, str] | None = None) -> BackendFactory:
-    """A function opening the back end of any profile of ``config``."""
+def backend_factory(
+    config: Config, environ: Mapping[str, str] | None = None, *, allow_new: bool = False
+) -> BackendFactory:
+    """A function opening the back end of any profile of ``config``.
+
+    Args:
+        config: The loaded config file.
+        environ: The environment (demo mode); default ``os.environ``.
+        allow_new: An unknown profile name opens a draft to set up (the TUI) instead of
+            failing (the CLI verbs).
+    """
     if demo_mode(environ):
         from tao_slurm_tui.services.fake import FakeBackend
 
@@ -41,7 +50,7 @@ def backend_factory(config: Config, environ: Mapping[str, str] | None = None) ->
     from tao_slurm_tui.services.cluster import ClusterBackend
 
     def real(name: str | None) -> Backend:
-        backend: Backend = ClusterBackend(config, name)
+        backend: Backend = ClusterBackend(config, name, allow_new=allow_new)
         return backend
 
     return real

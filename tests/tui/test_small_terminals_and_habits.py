@@ -291,3 +291,16 @@ async def test_doctor_fix_texts_wrap_at_80x24(fake: FakeBackend) -> None:
                 assert label.size.width <= row.size.width
                 # Every character of a long text is shown, on as many lines as it needs.
                 assert label.size.height * label.size.width >= len(text), text
+
+
+async def test_the_chosen_theme_is_saved(fake: FakeBackend, tmp_path: Any) -> None:
+    from tao_slurm_tui.app import make_app
+    from tao_slurm_tui.config import Config, load_settings
+
+    config = Config.load(tmp_path / "config.toml")
+    app = make_app(fake, settings=config.settings, save_settings=lambda _s: config.save())
+    async with app.run_test(size=SMALL) as pilot:
+        await _queue(pilot)
+        app.theme = "tao-light"  # what the palette's "Change theme" does
+        await wait_for(pilot, lambda: config.path.exists(), "the config written")
+    assert load_settings(config.path).theme == "tao-light"
