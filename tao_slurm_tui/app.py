@@ -258,6 +258,22 @@ def make_app(
     )
 
 
+def build_tui(
+    config: Config, profile: str | None = None, *, spec: dict[str, Any] | None = None
+) -> TaoSlurmApp:
+    """The app as ``tao-slurm-tui`` opens it (the journey test drives this very app)."""
+    # An unknown or missing profile is a new one to set up here, not an error (first start).
+    factory = backend_factory(config, allow_new=True)
+    return make_app(
+        factory(profile),
+        settings=config.settings,
+        backend_factory=factory,
+        initial_spec=spec,
+        new_profile=not config.has_profile(profile),
+        save_settings=lambda _settings: config.save(),
+    )
+
+
 def run_app(
     config: Config, profile: str | None = None, *, spec: dict[str, Any] | None = None
 ) -> int:
@@ -270,16 +286,7 @@ def run_app(
         profile: ``--profile NAME`` if given.
         spec: A spec dict to open in the composer at start (``--spec``).
     """
-    # An unknown or missing profile is a new one to set up here, not an error (first start).
-    factory = backend_factory(config, allow_new=True)
-    app = make_app(
-        factory(profile),
-        settings=config.settings,
-        backend_factory=factory,
-        initial_spec=spec,
-        new_profile=not config.has_profile(profile),
-        save_settings=lambda _settings: config.save(),
-    )
+    app = build_tui(config, profile, spec=spec)
     app.run()
     # Textual prints an uncaught exception's traceback and sets 1: the shell must see it.
     return app.return_code or 0

@@ -288,6 +288,8 @@ class OnboardingScreen(Screen[None]):
                 return
             self.run_fix("install_key", password)
             del password
+        elif action == "create_results_dir":
+            self.run_fix("create_results_dir")
         elif action == "generate_key":
             self.run_fix("generate_key", event.row.take_secret() or None)
         elif action == "set_account":
@@ -335,6 +337,9 @@ class OnboardingScreen(Screen[None]):
             elif action == "generate_key":
                 path = await backend.generate_key(secret)
                 message = f"Key pair generated at {path}."
+            elif action == "create_results_dir":
+                path = await backend.create_results_dir()
+                message = f"{path} created on the cluster."
             else:
                 await backend.fix_key_permissions()
                 message = "Key permissions fixed (0600)."

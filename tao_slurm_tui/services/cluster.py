@@ -30,7 +30,7 @@ from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
-from tao_slurm_tui.services.onboarding import run_doctor
+from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
 from tao_slurm_tui.services.partitions import offline_limits
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
@@ -111,8 +111,15 @@ class ClusterBackend:
         return sorted(self.config.settings.profiles)
 
     def save_profile(self, name: str, profile: Profile, *, make_default: bool = False) -> None:
-        """Save ``profile`` under ``name``; the services pick it up on the next connection."""
+        """Save ``profile`` under ``name`` and make it the active one (as the set-up screen
+        shows it); the services pick it up on the next connection."""
         self.config.upsert_profile(name, profile, make_default=make_default)
+        if name != self._name:
+            # A first start's draft saved under the name the user typed: that is the profile
+            # now, and services built for the old name must not outlive it.
+            self._name = name
+            for service in ("submitter", "monitor"):
+                self.__dict__.pop(service, None)
         if name == self._name:
             self._profile = self.config.profile(name)
             self.conn.profile = self._profile
@@ -262,6 +269,12 @@ class ClusterBackend:
     async def fix_key_permissions(self) -> None:
         """chmod 600 the private key (the user agreed)."""
         sshsetup.fix_key_permissions(sshsetup.key_path(self._profile))
+
+    async def create_results_dir(self) -> str:
+        """``mkdir -p`` the results root on the cluster (the doctor's fix)."""
+        path = self._profile.results_root
+        await create_results_dir(self.conn, path)
+        return path
 
     async def install_credentials(self, ngc_key: str | Secret) -> str:
         """The NGC key into the remote enroot credentials, on stdin only; returns the host."""

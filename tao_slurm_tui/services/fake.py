@@ -499,6 +499,11 @@ class FakeBackend:
         """Pretend to chmod 600."""
         self._resolve("fix_permissions")
 
+    async def create_results_dir(self) -> str:
+        """Pretend to mkdir -p the results root."""
+        self._resolve("create_results_dir")
+        return self._profile.results_root
+
     async def install_credentials(self, ngc_key: str | Secret) -> str:
         """Check the key's shape, count the install, keep nothing."""
         if isinstance(ngc_key, Secret):

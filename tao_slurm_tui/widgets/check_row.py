@@ -48,6 +48,7 @@ BUTTON_LABELS = {
     "fix_permissions": "Fix permissions",
     "install_credentials": "Install NGC key…",
     "set_account": "Use this account",
+    "create_results_dir": "Create it",
 }
 """Fix action → button label."""
 
