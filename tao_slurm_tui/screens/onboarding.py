@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Collapsible, Footer, Input, Label, Select
 
-from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.preflight import CheckResult, CheckStatus
 from tao_slurm_tui.core.profile import NAME_RE, Profile
 from tao_slurm_tui.core.ssh_hosts import ssh_config_hosts
 from tao_slurm_tui.errors import TaoError
@@ -259,8 +259,10 @@ class OnboardingScreen(Screen[None]):
     async def show_results(self, results: list[CheckResult]) -> None:
         """Replace the check list with ``results``."""
         self.results = results
-        failed = sum(r.status == "fail" for r in results)
-        self.doctor_status.update(f"{failed} to fix" if failed else "all good")
+        failed = sum(r.status == CheckStatus.FAIL for r in results)
+        warned = sum(r.status == CheckStatus.WARN for r in results)
+        summary = f"{failed} to fix" if failed else "all good"
+        self.doctor_status.update(f"{summary}, {warned} worth fixing" if warned else summary)
         self.doctor_status.set_class(bool(failed), "-failed")
         await self.checks.remove_children()
         await self.checks.mount_all(CheckRow(result) for result in results)

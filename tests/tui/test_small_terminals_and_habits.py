@@ -269,7 +269,8 @@ async def test_composer_fits_80x24(fake: FakeBackend) -> None:
         screen = await shown(pilot, ComposerScreen)
         await settle(pilot)
         for button in screen.query(Button):
-            assert _inside(button, screen), button.id
+            if button.display:  # "Remove unknown keys" shows only after loading such a file
+                assert _inside(button, screen), button.id
         name = screen.query_one("#f-name", Input)
         assert name.size.width >= 30  # a readable field, not a 10-column strip
 
