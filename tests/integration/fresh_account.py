@@ -45,7 +45,8 @@ class FreshAccount:
         return f"/home/{self.user}"
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port nobody listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -56,21 +57,19 @@ def _run(*argv: str, input: str | None = None) -> None:
 
 
 @contextlib.contextmanager
-def fresh_account(root: Path) -> Iterator[FreshAccount]:
-    """Create the account and its password sshd under ``root``; undo both on exit."""
-    user = f"fh{secrets.token_hex(4)}"
-    password = "pw-" + secrets.token_hex(12)
-    os.chmod(root, 0o755)
+def password_sshd(root: Path, user: str) -> Iterator[tuple[int, Path]]:
+    """A second sshd (the sandbox's config, its own host key and port) that lets ``user`` in
+    with a password; yields (port, public host key file) and stops it afterwards."""
     host_key = root / "host_ed25519"
     _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key))
-    port = _free_port()
+    port = free_port()
     base = (sandbox.STATE_DIR / "ssh" / "sshd_config").read_text().splitlines()
     replaced = {
         "Port": str(port),
         "HostKey": str(host_key),
         "PidFile": str(root / "sshd.pid"),
         "PasswordAuthentication": "yes",
-        "KbdInteractiveAuthentication": "no",
+        "KbdInteractiveAuthentication": "yes",
         "UsePAM": "no",
         "AllowUsers": user,
     }
@@ -78,20 +77,11 @@ def fresh_account(root: Path) -> Iterator[FreshAccount]:
     lines += [f"{k} {v}" for k, v in replaced.items()]
     config = root / "sshd_config"
     config.write_text("\n".join(lines) + "\n")
-    _run("useradd", "-m", "-s", "/bin/bash", user)
-    proc: subprocess.Popen[bytes] | None = None
+    with open(root / "sshd.log", "w") as log:
+        proc = subprocess.Popen(
+            ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=log
+        )
     try:
-        _run("chpasswd", input=f"{user}:{password}\n")
-        _run(
-            "sacctmgr", "-i", "add", "user", user, f"account={ACCOUNT}",
-            f"defaultaccount={ACCOUNT}", f"cluster={CLUSTER}",
-        )  # fmt: skip
-        with open(root / "sshd.log", "w") as log:
-            proc = subprocess.Popen(
-                ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -103,11 +93,28 @@ def fresh_account(root: Path) -> Iterator[FreshAccount]:
                         "the password sshd did not start: " + (root / "sshd.log").read_text()
                     ) from None
                 time.sleep(0.1)
-        yield FreshAccount(user, password, sandbox.HOST, port, Path(f"{host_key}.pub"))
+        yield port, Path(f"{host_key}.pub")
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def fresh_account(root: Path) -> Iterator[FreshAccount]:
+    """Create the account and its password sshd under ``root``; undo both on exit."""
+    user = f"fh{secrets.token_hex(4)}"
+    password = "pw-" + secrets.token_hex(12)
+    os.chmod(root, 0o755)
+    _run("useradd", "-m", "-s", "/bin/bash", user)
+    try:
+        _run("chpasswd", input=f"{user}:{password}\n")
+        _run(
+            "sacctmgr", "-i", "add", "user", user, f"account={ACCOUNT}",
+            f"defaultaccount={ACCOUNT}", f"cluster={CLUSTER}",
+        )  # fmt: skip
+        with password_sshd(root, user) as (port, host_key_pub):
+            yield FreshAccount(user, password, sandbox.HOST, port, host_key_pub)
+    finally:
         subprocess.run(["scancel", "-u", user], capture_output=True, timeout=30)
         subprocess.run(["sacctmgr", "-i", "delete", "user", user], capture_output=True, timeout=30)
         # -f: a session of the stopped sshd may still be closing.
