@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -69,3 +71,13 @@ def write_results(section: str, text: str) -> None:
     else:
         current = current.rstrip("\n") + "\n\n" + block + "\n"
     results.write_text(current)
+
+
+async def floor_seconds(conn: Any, runs: int = 20) -> float:
+    """Median time of a bare ``true`` on the open connection: the cost of any round trip."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        await conn.run("true")
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

@@ -17,7 +17,8 @@ from tao_slurm_tui.app import TaoSlurmApp, make_app  # noqa: E402
 from tao_slurm_tui.config import Settings  # noqa: E402
 from tao_slurm_tui.screens.composer import ComposerScreen  # noqa: E402
 from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
-from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend  # noqa: E402
+from tao_slurm_tui.services.backend import Backend  # noqa: E402
+from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend, fake_profile  # noqa: E402
 
 SIZES = {"": (160, 45), "-80x24": (80, 24)}
 """File suffix -> terminal size: a big terminal, and the smallest the app must work in."""
@@ -54,6 +55,27 @@ async def logs(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("slash", *"NCCL", "enter")
 
 
+async def capacity(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("p")
+    await _settle(app, pilot)
+
+
+async def clusters(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("a")
+    await _settle(app, pilot)
+    await pilot.press("down", "down")  # the unreachable cluster: its failure in full
+
+
+async def composer_estimate(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    spec = app.backend.default_spec() | {
+        "name": "dino-train-2",
+        "command": "dino train -e /specs/train.yaml",
+        "num_gpus": 8,
+    }
+    await app.push_screen(ComposerScreen(app.ctx, spec))
+    await _settle(app, pilot)
+
+
 async def onboarding(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("d")
 
@@ -62,19 +84,49 @@ async def help_screen(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("question_mark")
 
 
+async def history(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("h")
+    await _settle(app, pilot)
+    await pilot.press("down", "down", "down", "down", "down", "down", "down", "down")
+
+
+async def history_output(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await history(app, pilot)
+    await _settle(app, pilot)
+    await pilot.press("down", "down", "down", "l")
+
+
 SHOTS: dict[str, Step] = {
     "queue": queue,
     "composer": composer,
+    "capacity": capacity,
+    "clusters": clusters,
+    "composer-estimate": composer_estimate,
     "logs": logs,
     "onboarding": onboarding,
     "help": help_screen,
+    "history": history,
+    "history-output": history_output,
 }
+
+
+def backend(name: str = "fake") -> Backend:
+    """The fake back end of a profile; three fake clusters, one of them unreachable."""
+    others = {n: fake_profile() for n in ("fake", "dgx-east", "lab-small")}
+    fake = FakeBackend(clock=lambda: FROZEN_TIME, profile_name=name, other_profiles=others)
+    if name == "lab-small":
+        fake.capacity_error = (
+            "Could not connect to any login host on port 22 (lab-login: timed out); check "
+            "the host names, the port and your network or VPN."
+        )
+    return fake
 
 
 async def shoot(name: str, step: Step, size: tuple[int, int]) -> Path:
     """Run the app on the fake back end, drive it to a screen, save the SVG."""
     app = make_app(
-        FakeBackend(clock=lambda: FROZEN_TIME),
+        backend(),
+        backend_factory=backend,
         settings=Settings(poll_interval=3600),
         clock=lambda: FROZEN_TIME,
         cursor_blink=False,  # a blinking cursor would make the picture depend on timing

@@ -32,7 +32,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STYLESHEETS = ("app", "queue", "composer", "logs", "onboarding", "modals", "help")
+STYLESHEETS = (
+    "app",
+    "queue",
+    "composer",
+    "logs",
+    "onboarding",
+    "modals",
+    "help",
+    "capacity",
+    "history",
+)
 """One .tcss per screen (every rule prefixed by the screen's class)."""
 
 
@@ -184,6 +194,37 @@ class TaoSlurmApp(App[None]):
         if not isinstance(self.screen, OnboardingScreen):
             self.push_screen(OnboardingScreen(self.ctx))
 
+    def action_capacity(self) -> None:
+        """Where the GPUs are free on this cluster."""
+        from tao_slurm_tui.screens.capacity import CapacityScreen
+
+        if not isinstance(self.screen, CapacityScreen):
+            self.push_screen(CapacityScreen(self.ctx))
+
+    def action_overview(self) -> None:
+        """Every configured cluster at a glance (one connection each, opened lazily)."""
+        from tao_slurm_tui.screens.overview import OverviewScreen
+        from tao_slurm_tui.services.overview import Overview
+
+        if isinstance(self.screen, OverviewScreen):
+            return
+        overview = Overview(self.backend, self.backend_factory)
+
+        def chosen(name: str | None) -> None:
+            # Switching into a cluster reuses the connection the overview opened for it.
+            if name:
+                self.switch_profile(name, overview.take(name))
+            self.run_worker(overview.close(), group="close", exit_on_error=False)
+
+        self.push_screen(OverviewScreen(self.ctx, overview), chosen)
+
+    def action_history(self) -> None:
+        """Open the SLURM history (every job of the user, with usage)."""
+        from tao_slurm_tui.screens.history import HistoryScreen
+
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen(self.ctx))
+
     def action_queue(self) -> None:
         """Back to the queue (the bottom screen)."""
         while len(self.screen_stack) > 2:
@@ -197,18 +238,22 @@ class TaoSlurmApp(App[None]):
         if isinstance(self.screen, QueueScreen):
             self.screen.action_logs()
 
-    def switch_profile(self, name: str) -> None:
-        """Use another profile: a new back end, the queue rebuilt on it."""
+    def switch_profile(self, name: str, backend: Backend | None = None) -> None:
+        """Use another profile: its back end (``backend`` if one is already open, else a new
+        one), the queue rebuilt on it."""
         from tao_slurm_tui.screens.queue import QueueScreen
 
-        if self.backend_factory is None:
-            self.notify(f"Restart with --profile {name} to use that profile.", severity="warning")
-            return
-        try:
-            backend = self.backend_factory(name)
-        except TaoError as error:
-            self.notify(str(error), severity="error")
-            return
+        if backend is None:
+            if self.backend_factory is None:
+                self.notify(
+                    f"Restart with --profile {name} to use that profile.", severity="warning"
+                )
+                return
+            try:
+                backend = self.backend_factory(name)
+            except TaoError as error:
+                self.notify(str(error), severity="error")
+                return
         old, self.ctx.backend = self.ctx.backend, backend
         self.run_worker(old.close(), group="close", exit_on_error=False)
         while len(self.screen_stack) > 1:

@@ -29,6 +29,8 @@ _HELP = {
     "doctor": "preflight checks, each with a fix; exit 0 iff all pass",
     "creds": "install the NGC key into the remote enroot credentials (from stdin)",
     "config": "config file helpers (config path)",
+    "capacity": "free/allocated GPUs per partition and type, the largest free block, your share",
+    "history": "your jobs from sacct (also those not submitted here) with what they used",
 }
 
 

@@ -23,9 +23,15 @@ HOME = f"/home/{USER}"
 RESULTS = f"{HOME}/tao"
 
 
-def openssh_argv(user: str = USER) -> list[str]:
+def openssh_argv(
+    user: str = USER,
+    *,
+    port: int = PORT,
+    known_hosts: Path = KNOWN_HOSTS,
+    options: tuple[str, ...] = (),
+) -> list[str]:
     """``ssh`` argv for a key-only login to the sandbox with a fresh OpenSSH process (the
-    reference platform's way; the command goes last)."""
+    reference platform's way; the command goes last). ``options`` go before the host."""
     return [
         "ssh",
         "-F",
@@ -37,11 +43,12 @@ def openssh_argv(user: str = USER) -> list[str]:
         "-o",
         "StrictHostKeyChecking=yes",
         "-o",
-        f"UserKnownHostsFile={KNOWN_HOSTS}",
+        f"UserKnownHostsFile={known_hosts}",
         "-i",
         str(SSH_KEY),
         "-p",
-        str(PORT),
+        str(port),
+        *options,
         f"{user}@{HOST}",
     ]
 

@@ -15,4 +15,6 @@ VERBS: dict[str, str] = {
     "doctor": "doctor",
     "creds": "creds",
     "config": "config_cmd",
+    "capacity": "capacity",
+    "history": "history",
 }

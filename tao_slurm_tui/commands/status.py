@@ -1,7 +1,8 @@
 """``tao-slurm-tui status [ID] [--json] [--watch]``: jobs with their status.
 
 One monitor tick first (states updated, due retries performed), then the jobs are printed. With
-``--json`` a list of ``{"id","status","slurm_state","slurm_job_id","retries","reason","message"}``
+``--json`` a list of ``{"id","status","slurm_state","slurm_job_id","retries","reason","message",
+"usage"}`` (``usage``: what a finished job used, one sacct call for all of them; null otherwise)
 (one list per tick with ``--watch``, one per line). ``--watch`` ticks again every
 ``poll_interval`` seconds until every listed job is terminal. If the cluster cannot be reached
 the last known state is printed and the exit code is 1.
@@ -14,6 +15,7 @@ import asyncio
 import json
 
 from tao_slurm_tui.commands.context import CliContext
+from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.backend import Backend
@@ -64,22 +66,47 @@ def format_table(jobs: list[JobRecord]) -> str:
     ).rstrip()
 
 
+def _job_json(job: JobRecord, usage: dict[str, Usage]) -> dict[str, object]:
+    data: dict[str, object] = dict(job.status_json())
+    found = usage.get(job.id)
+    # Added key (the contract only grows): what a finished job used, None until then.
+    data["usage"] = found.to_json() if found else None
+    return data
+
+
+async def _add_usage(backend: Backend, jobs: list[JobRecord], usage: dict[str, Usage]) -> str:
+    """Fetch (one sacct call) the usage of finished jobs not fetched yet; '' or the error."""
+    missing = [j.id for j in jobs if j.status.terminal and j.id not in usage]
+    if not missing:
+        return ""
+    try:
+        usage.update(await backend.job_usage(missing))
+    except TaoError as exc:
+        return str(exc)
+    return ""
+
+
 async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> int:
     if args.id:
         await backend.job_detail(args.id)  # an unknown id is bad input (exit 2)
     interval = max(MIN_INTERVAL, backend.poll_interval)
+    usage: dict[str, Usage] = {}
     last = ""
     while True:
         error = ""
         try:
             jobs = await backend.refresh(connect=False)
+            if await backend.followup():  # sacct's answer about jobs squeue no longer lists
+                jobs = await backend.refresh(connect=False)
         except TaoError as exc:
             error = str(exc)
             jobs = backend.jobs()
         jobs = list(reversed(jobs))  # oldest first, like the store
         if args.id:
             jobs = [j for j in jobs if j.id == args.id]
-        text = json.dumps([j.status_json() for j in jobs]) if args.json else format_table(jobs)
+        if args.json and not error:
+            error = await _add_usage(backend, jobs, usage)
+        text = json.dumps([_job_json(j, usage) for j in jobs]) if args.json else format_table(jobs)
         if text != last or not args.watch:
             ctx.out(text)
             ctx.stdout.flush()

@@ -16,8 +16,9 @@ How SLURM really behaves (see the cluster recipe) shaped the merge:
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -575,15 +576,7 @@ def poll_command(live_ids: Sequence[str], finished_probe_ids: Sequence[str] = ()
     sacct = quoting.join(
         ["sacct", "-X", "-D", "-n", "-P", "--delimiter", SEP, "--format", sacct_format(), "-j"]
     )
-    # One line, no "!" and no newline inside the quoted script: csh-family login shells choke
-    # on both even within single quotes.
-    parts = [
-        f"unset {' '.join(SLURM_ENV_VARS)}",
-        "LC_ALL=C",
-        "export LC_ALL",
-        f"m={quoting.quote(MARK)}",
-        f"s={quoting.quote(','.join(probe))}",
-    ]
+    parts = [*_prelude(), f"s={quoting.quote(','.join(probe))}"]
     if live:
         squeue = quoting.join(
             ["squeue", "-h", "-t", "all", "-j", ",".join(live), "-O", squeue_format()]
@@ -609,6 +602,38 @@ def poll_command(live_ids: Sequence[str], finished_probe_ids: Sequence[str] = ()
         f'o=$({sacct} "$s" 2>&1); r=$?; '
         'printf "%ssacct rc=%s ids=%s\\n" "$m" "$r" "$s"; '
         'if [ -n "$o" ]; then printf "%s\\n" "$o"; fi; fi',
+        'printf "%send\\n" "$m"',
+    ]
+    return quoting.join(["sh", "-c", "; ".join(parts)])
+
+
+def _prelude() -> list[str]:
+    # One line, no "!" and no newline inside the quoted script: csh-family login shells choke
+    # on both even within single quotes.
+    return [
+        f"unset {' '.join(SLURM_ENV_VARS)}",
+        "LC_ALL=C",
+        "export LC_ALL",
+        f"m={quoting.quote(MARK)}",
+    ]
+
+
+def queue_command() -> str:
+    """One remote command listing every job of the login user that slurmctld still knows.
+
+    ``squeue -u <me> -t all``: the live jobs, and the finished ones slurmctld keeps for
+    ``MinJobAge`` (end state included) -- the same command whether the client tracks 1 or 1,000
+    jobs, filtered locally. Output as :func:`poll_command`'s (``@@tao-poll:squeue rc=N``, rows,
+    ``@@tao-poll:end``); ids it does not list are asked of sacct separately
+    (``poll_command((), ids)``).
+    """
+    squeue = quoting.join(["squeue", "-h", "-r", "-t", "all", "-O", squeue_format(), "-u"])
+    parts = [
+        *_prelude(),
+        f'q=$({squeue} "$(id -un)" 2>&1)',
+        "r=$?",
+        'printf "%ssqueue rc=%s\\n" "$m" "$r"',
+        'if [ -n "$q" ]; then printf "%s\\n" "$q"; fi',
         'printf "%send\\n" "$m"',
     ]
     return quoting.join(["sh", "-c", "; ".join(parts)])
@@ -643,7 +668,12 @@ class SlurmRow:
 
 
 def parse_rows(
-    text: str, fields: Sequence[str], sep: str = SEP, *, allocations_only: bool = True
+    text: str,
+    fields: Sequence[str],
+    sep: str = SEP,
+    *,
+    allocations_only: bool = True,
+    wanted: Container[str] | None = None,
 ) -> tuple[list[SlurmRow], list[str]]:
     """Split squeue/sacct output into rows.
 
@@ -657,6 +687,8 @@ def parse_rows(
             :data:`NODELIST_REASON` for a ``%R`` column).
         sep: the column separator.
         allocations_only: drop job step rows.
+        wanted: keep only rows of these ids (squeue lists every job of the user; only the
+            tracked ones are worth building a row for).
 
     Returns:
         (rows, other lines)
@@ -669,24 +701,33 @@ def parse_rows(
         if sep not in line:
             messages.append(line.strip())
             continue
-        parts = line.split(sep, len(fields) - 1)
-        if len(parts) < len(fields):
-            messages.append(line.strip())
+        if wanted is not None and line[: line.find(sep)].split(";", 1)[0] not in wanted:
             continue
-        values = dict(zip(fields, (p.strip() for p in parts), strict=True))
-        if NODELIST_REASON in values:
-            # squeue's %R: "(Reason)" while not running, else the node list.
-            combined = values.pop(NODELIST_REASON)
-            key = "reason" if combined.startswith("(") else "nodes"
-            values.setdefault(key, combined)
-        row = SlurmRow(values)
-        if not _ROW_ID_RE.match(row.get("job_id")):
+        row = _parse_row(line, tuple(fields), sep)
+        if row is None:
             messages.append(line.strip())
             continue
         if allocations_only and "." in row.job_id:
             continue
         rows.append(row)
     return rows, messages
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_row(line: str, fields: tuple[str, ...], sep: str) -> SlurmRow | None:
+    """One row (None: not a row). Cached: a job that did not change prints the same line on
+    every tick, so a steady tick re-parses nothing (and equal rows are the same object)."""
+    parts = line.split(sep, len(fields) - 1)
+    if len(parts) < len(fields):
+        return None
+    values = dict(zip(fields, (p.strip() for p in parts), strict=True))
+    if NODELIST_REASON in values:
+        # squeue's %R: "(Reason)" while not running, else the node list.
+        combined = values.pop(NODELIST_REASON)
+        key = "reason" if combined.startswith("(") else "nodes"
+        values.setdefault(key, combined)
+    row = SlurmRow(values)
+    return row if _ROW_ID_RE.match(row.get("job_id")) else None
 
 
 @dataclass
@@ -903,8 +944,9 @@ _SA_KEYS = tuple(key for key, _ in SACCT_FIELDS)
 _MARK_RE = re.compile(r"^(squeue|sacct|end)(?: rc=(-?\d+))?(?: ids=(\S*))?\s*$")
 
 
-def parse_poll_output(text: str) -> PollOutput:
-    """Parse what :func:`poll_command` printed."""
+def parse_poll_output(text: str, wanted: Container[str] | None = None) -> PollOutput:
+    """Parse what :func:`poll_command` or :func:`queue_command` printed (only the rows of the
+    ``wanted`` ids, when given)."""
     out = PollOutput()
     section = ""
     chunks: dict[str, list[str]] = {"squeue": [], "sacct": []}
@@ -924,7 +966,7 @@ def parse_poll_output(text: str) -> PollOutput:
             continue
         if section in chunks:
             chunks[section].append(line)
-    rows, out.squeue_messages = parse_rows("\n".join(chunks["squeue"]), _SQ_KEYS)
+    rows, out.squeue_messages = parse_rows("\n".join(chunks["squeue"]), _SQ_KEYS, wanted=wanted)
     out.squeue_rows = {row.job_id: row for row in rows}
     rows, out.sacct_messages = parse_rows("\n".join(chunks["sacct"]), _SA_KEYS)
     for row in rows:

@@ -9,7 +9,10 @@ What the rest of the program relies on:
   (:class:`ConnectionState`) is reported to ``on_state`` listeners so the UI can show it.
 - **Commands**: :meth:`Connection.run` with a per-command timeout, bytes on stdin (secrets travel
   only there, never in argv or logs), and re-running after a drop only when the caller says it is
-  safe (``retry_on_drop``; ``sbatch`` is not).
+  safe (``retry_on_drop``; ``sbatch`` is not). :meth:`Connection.run_framed` runs an idempotent
+  command on a long-lived shell of the connection in ONE network round trip (``run`` needs two:
+  open a channel, then exec), falling back to ``run`` where the login host refuses a shell
+  (:mod:`tao_slurm_tui.remote.shell`).
 - **Host keys** are verified against the profile's known_hosts: an unknown host raises
   :class:`UnknownHostKey` carrying the SHA256 fingerprint, a changed key raises
   :class:`HostKeyChanged` and is never accepted.
@@ -59,6 +62,7 @@ from tao_slurm_tui.remote.hostkeys import (
     read_known_hosts,
     trust_host_key,
 )
+from tao_slurm_tui.remote.shell import RemoteShell, ShellLost, ShellTimeout, ShellUnavailable
 
 __all__ = [
     "AuthenticationFailed",
@@ -104,6 +108,14 @@ class RemoteFiles(Remote, Protocol):
     """A :class:`Remote` that also writes files (staging)."""
 
     async def upload_text(self, path: str, content: str, *, mode: int = 0o644) -> None: ...
+
+
+class FramedRemote(Remote, Protocol):
+    """A :class:`Remote` that also runs idempotent commands in one round trip (the monitor)."""
+
+    async def run_framed(
+        self, command: str | Sequence[str], *, timeout: float | None = None, check: bool = False
+    ) -> CommandResult: ...
 
 
 class ConnectionState(StrEnum):
@@ -331,6 +343,9 @@ class Connection:
         self._reconnect_task: asyncio.Task[None] | None = None
         self._last_error: Exception | None = None
         self._closing = False
+        self._shell: RemoteShell | None = None
+        self._shell_refused: asyncssh.SSHClientConnection | None = None
+        """The connection whose login host did not allow the long-lived shell (plain exec)."""
 
     # ------------------------------------------------------------------ state
 
@@ -357,6 +372,15 @@ class Connection:
     def connected(self) -> bool:
         """True when an open connection is ready for commands."""
         return self._usable() is not None
+
+    @property
+    def shell(self) -> RemoteShell | None:
+        """The long-lived shell :meth:`run_framed` uses on the current connection; None before
+        the first framed command, after a reconnect, or where the login host refused it."""
+        shell, conn = self._shell, self._usable()
+        if shell is None or conn is None or shell.conn is not conn or conn is self._shell_refused:
+            return None
+        return shell
 
     def _usable(self) -> asyncssh.SSHClientConnection | None:
         conn = self._conn
@@ -668,20 +692,55 @@ class Connection:
                         "check the network and try again."
                     ) from None
                 continue
-            result = CommandResult(
-                cmd,
-                status,
-                out.decode("utf-8", "replace"),
-                err.decode("utf-8", "replace"),
-                host,
-            )
-            if check and not result.ok:
-                last = next((ln for ln in reversed(result.stderr.splitlines()) if ln.strip()), "")
-                detail = f": {last.strip()}" if last else ""
-                raise RemoteError(
-                    f"`{_short(cmd)}` failed on {host} with exit status {status}{detail}."
-                )
-            return result
+            return _result(cmd, status, out, err, host, check)
+
+    async def run_framed(
+        self, command: str | Sequence[str], *, timeout: float | None = None, check: bool = False
+    ) -> CommandResult:
+        """Run an idempotent command (no stdin) on the connection's long-lived shell.
+
+        One network round trip instead of :meth:`run`'s two (channel open, then exec): see
+        :mod:`tao_slurm_tui.remote.shell`. Commands run one at a time; after a drop or a lost
+        shell the command runs again on a new shell (as ``run(retry_on_drop=True)``). Where the
+        login host does not allow the shell, this is :meth:`run` (until the next reconnect).
+
+        Raises:
+            CommandTimeout: the command took longer than ``timeout`` (the shell is replaced).
+            ConnectionLost: the connection or the shell keeps dropping.
+            RemoteError: ``check`` and the command failed; or a connect error.
+        """
+        cmd = command if isinstance(command, str) else join(command)
+        limit = self.profile.command_timeout if timeout is None else timeout
+        for _ in range(4):
+            conn = await self._ensure()
+            if self._shell_refused is conn:
+                return await self.run(cmd, timeout=limit, check=check)
+            shell = self._shell
+            if shell is None or shell.conn is not conn:
+                if shell is not None:
+                    shell.close()
+                shell = self._shell = RemoteShell(conn)
+            host = self.host or ""
+            try:
+                status, out, err = await shell.run(cmd, limit)
+            except ShellUnavailable as exc:
+                log.info("no long-lived shell on %s (%s); using one exec per command", host, exc)
+                self._shell_refused = conn
+                continue
+            except ShellTimeout:
+                raise CommandTimeout(
+                    f"`{_short(cmd)}` on {host} did not finish within {limit:g} s; "
+                    "raise the timeout or check the cluster."
+                ) from None
+            except ShellLost as exc:
+                if conn.is_closed():
+                    self._mark_dropped(conn, str(exc))
+                continue
+            return _result(cmd, status, out, err, host, check)
+        raise ConnectionLost(
+            f"The connection to {self.host} keeps dropping while `{_short(cmd)}` runs; "
+            "check the network and try again."
+        )
 
     async def _exec(
         self, conn: asyncssh.SSHClientConnection, cmd: str, data: bytes | None, limit: float
@@ -850,6 +909,9 @@ class Connection:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._reconnect_task = None
+        if self._shell is not None:
+            self._shell.close()
+        self._shell = self._shell_refused = None
         conn, self._conn, self._client = self._conn, None, None
         if conn is not None:
             conn.close()
@@ -876,6 +938,18 @@ class _HostFailed(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def _result(cmd: str, status: int, out: bytes, err: bytes, host: str, check: bool) -> CommandResult:
+    """The decoded result; with ``check`` a failure raises :class:`RemoteError`."""
+    result = CommandResult(
+        cmd, status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), host
+    )
+    if check and not result.ok:
+        last = next((ln for ln in reversed(result.stderr.splitlines()) if ln.strip()), "")
+        detail = f": {last.strip()}" if last else ""
+        raise RemoteError(f"`{_short(cmd)}` failed on {host} with exit status {status}{detail}.")
+    return result
 
 
 def _short(cmd: str, limit: int = 60) -> str:

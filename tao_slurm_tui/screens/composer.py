@@ -27,9 +27,29 @@ from tao_slurm_tui.services.backend import SubmitStage
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.sbatch_preview import SbatchPreview
 from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm, in_words
+from tao_slurm_tui.widgets.start_estimate_pane import StartEstimatePane
 
 PREVIEW_DELAY = 0.25
 """Seconds of quiet typing before the preview is rendered again."""
+
+ESTIMATE_DELAY = 1.5
+"""Seconds of quiet after a change of resources or partition before SLURM is asked again."""
+
+ESTIMATE_FIELDS = (
+    "partition",
+    "num_nodes",
+    "num_gpus",
+    "cpus_per_task",
+    "time_hours",
+    "account",
+    "use_requeue",
+)
+"""Fields that change when a job can start (others do not warrant asking SLURM again)."""
+
+
+def estimate_key(spec: dict[str, Any]) -> tuple[str, ...]:
+    """What the start estimate depends on."""
+    return tuple(str(spec.get(key, "")) for key in ESTIMATE_FIELDS)
 
 
 def spec_for_form(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -65,6 +85,7 @@ class ComposerScreen(Screen[str | None]):
 
     form = getters.query_one("#form", SpecForm)
     preview = getters.query_one("#preview", SbatchPreview)
+    estimate = getters.query_one("#estimate", StartEstimatePane)
     problems = getters.query_one("#problems", Label)
     stages = getters.query_one("#stages", Label)
     submit_button = getters.query_one("#submit", Button)
@@ -92,6 +113,11 @@ class ComposerScreen(Screen[str | None]):
         """The form's spec right after the last load: a field that differs was edited."""
         self.saved: dict[str, Any] = {}
         """The spec as last loaded, saved or submitted: leaving with anything else asks first."""
+        self._estimate_timer: Timer | None = None
+        self._estimated: tuple[str, ...] | None = None
+        """The estimate key last asked about (None: never)."""
+        self.estimate_delay = ESTIMATE_DELAY
+        """Seconds of quiet before SLURM is asked again (:data:`ESTIMATE_DELAY`)."""
 
     def compose(self) -> ComposeResult:
         """Form on the left, preview and submit status on the right."""
@@ -100,6 +126,7 @@ class ComposerScreen(Screen[str | None]):
             yield SpecForm(self.ctx.backend.profile.partitions, id="form")
             with Vertical(id="side"):
                 yield SbatchPreview(id="preview")
+                yield StartEstimatePane(id="estimate")
                 yield Label("", id="problems")
                 yield Label("", id="stages")
                 yield Button(
@@ -154,6 +181,44 @@ class ComposerScreen(Screen[str | None]):
             # Said at once: for the quarter second of debounce the script is not the form's.
             self.preview.border_subtitle = "updating…"
             self._preview_timer = self.set_timer(PREVIEW_DELAY, self._render_preview)
+        self._schedule_estimate(immediate)
+
+    # ------------------------------------------------------------------ start estimate
+    def _schedule_estimate(self, immediate: bool) -> None:
+        """Ask SLURM again once resources or partition changed and typing paused (debounced)."""
+        if self.errors:
+            if self._estimate_timer is not None:
+                self._estimate_timer.stop()
+            self._estimated = None
+            self.estimate.show_unavailable("Fix the form to see when it would start.")
+            return
+        key = estimate_key(self.current_spec())
+        if key == self._estimated:
+            return
+        if self._estimate_timer is not None:
+            self._estimate_timer.stop()
+        self._estimated = key
+        self.estimate.show_waiting()
+        if immediate:
+            self.run_estimate(self.current_spec())
+        else:
+            self._estimate_timer = self.set_timer(
+                self.estimate_delay, lambda: self.run_estimate(self.current_spec())
+            )
+
+    # A fixed description rather than repr(spec): the env values may hold tokens.
+    @work(exclusive=True, group="estimate", exit_on_error=False, description="start estimate")
+    async def run_estimate(self, spec: dict[str, Any]) -> None:
+        """One estimate (one round trip); an answer for an older form is dropped."""
+        key = estimate_key(spec)
+        try:
+            result = await self.ctx.backend.start_estimate(spec)
+        except TaoError as error:
+            if key == self._estimated:
+                self.estimate.show_unavailable(f"No estimate: {error}")
+            return
+        if key == self._estimated:
+            self.estimate.show_estimate(result)
 
     def current_spec(self) -> dict[str, Any]:
         """The spec as typed now."""

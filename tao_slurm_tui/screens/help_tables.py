@@ -43,9 +43,13 @@ def display_keys(keys: str) -> str:
 def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, list[KeyRow]]]:
     """Every screen's bindings as (title, rows), with the user's keymap applied."""
     # Imported here: the screens import this module for the help screen.
+    from tao_slurm_tui.screens.capacity import CapacityScreen
     from tao_slurm_tui.screens.composer import ComposerScreen
+    from tao_slurm_tui.screens.history import HistoryScreen
+    from tao_slurm_tui.screens.job_output import JobOutputScreen
     from tao_slurm_tui.screens.logs import LogsScreen
     from tao_slurm_tui.screens.onboarding import OnboardingScreen
+    from tao_slurm_tui.screens.overview import OverviewScreen
     from tao_slurm_tui.screens.queue import QueueScreen
     from tao_slurm_tui.widgets.job_table import JobTable
     from tao_slurm_tui.widgets.log_view import LogView
@@ -57,6 +61,10 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
         ("Composer", ComposerScreen.BINDINGS),
         ("Logs", [*LogsScreen.BINDINGS, *LogView.BINDINGS]),
         ("Set-up", OnboardingScreen.BINDINGS),
+        ("GPUs free", CapacityScreen.BINDINGS),
+        ("All clusters", OverviewScreen.BINDINGS),
+        ("History", HistoryScreen.BINDINGS),
+        ("Job output (history)", JobOutputScreen.BINDINGS),
     ]
     tables: list[tuple[str, list[KeyRow]]] = []
     for title, bindings in groups:

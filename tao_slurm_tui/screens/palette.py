@@ -25,6 +25,9 @@ class PaletteActions(Protocol):
     def action_queue(self) -> None:
         """Back to the queue."""
 
+    def action_history(self) -> None:
+        """Open the SLURM history."""
+
     def action_logs(self) -> None:
         """Logs of the selected job."""
 
@@ -33,6 +36,12 @@ class PaletteActions(Protocol):
 
     def action_help(self) -> None:
         """Show every key binding."""
+
+    def action_capacity(self) -> None:
+        """Where GPUs are free on this cluster."""
+
+    def action_overview(self) -> None:
+        """Every configured cluster at a glance."""
 
     def switch_profile(self, name: str) -> None:
         """Use another profile."""
@@ -48,10 +57,17 @@ class TaoCommands(Provider):
             ("Queue", "Go to the job queue (home)", app.action_queue),
             ("Logs of selected job", "Follow main.out / main.err", app.action_logs),
             (
+                "History",
+                "Every job of yours from SLURM accounting, with what it used",
+                app.action_history,
+            ),
+            (
                 "Set-up",
                 "Edit the cluster profile; run the doctor's checks and fix what fails",
                 app.action_doctor,
             ),
+            ("GPUs free", "Capacity per partition: free GPUs, largest block", app.action_capacity),
+            ("All clusters", "Your jobs and free GPUs on every profile", app.action_overview),
             ("Help", "Every key binding per screen", app.action_help),
         ]
         for name in app.backend.profile_names():

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input
 
+from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.composer import ComposerScreen
@@ -26,6 +27,8 @@ from tao_slurm_tui.widgets.job_table import JobTable, job_plain_cells
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
+FIRST_ROWS = 200
+"""Rows the first frame gets (more than any terminal shows); the rest follow right after."""
 
 _SEVERITY = {
     "finished": "information",
@@ -77,6 +80,8 @@ class QueueScreen(Screen[None]):
         """Consecutive failed polls (drives the backoff)."""
         self.polled_ok = False
         """True once a poll reached the cluster."""
+        self.usage: dict[str, Usage] = {}
+        """What finished jobs used (fetched once per job, when its detail is shown)."""
         self._select: str | None = None
         self._timer: Timer | None = None
         self._suspended = True
@@ -100,16 +105,25 @@ class QueueScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Show what the store has at once; the first poll follows on resume."""
+        """Show what the store has at once; the first poll follows on resume.
+
+        A big queue shows its first screenful of rows in the first frame and the rest right
+        after it (adding 2,000 DataTable rows takes a while; nobody sees row 2,000 first).
+        """
         self.query_one("#detail-box").border_title = "Details"
-        self._apply(self.ctx.backend.jobs(), announce=False)
+        self.all_jobs = {job.id: job for job in self.ctx.backend.jobs()}
+        self._show(limit=FIRST_ROWS)
+        if len(self.table.jobs) < len(self._visible()):
+            self.call_after_refresh(self._show)
         self.table.focus()
 
     # ------------------------------------------------------------------ poller
     def on_screen_resume(self) -> None:
-        """Visible again: poll now and keep polling."""
+        """Visible again: poll as soon as this frame is drawn, and keep polling."""
         self._suspended = False
-        self.poll()
+        # After the refresh: a poll that answers at once (a big queue, a fast cluster) must
+        # not hold up the first frame with the rows the store already has.
+        self.call_after_refresh(self.poll)
 
     def on_screen_suspend(self) -> None:
         """Hidden: stop polling (a poll in flight finishes but is not re-armed)."""
@@ -137,6 +151,7 @@ class QueueScreen(Screen[None]):
         """
         self._stop_timer()
         rearm = True
+        soon = False
         try:
             jobs = await self.ctx.backend.refresh()
         except asyncio.CancelledError:
@@ -159,10 +174,14 @@ class QueueScreen(Screen[None]):
             self.polled_ok = True
             self._clear_toast()
             self._apply(jobs)
+            # The screen is up to date; if the poll asked sacct in the background (jobs that
+            # ended), poll again as soon as its answer is in rather than a whole interval later.
+            # (Once: the interval and the back-off stay as they are.)
+            soon = await self.ctx.backend.followup()
         finally:
             self.query_one(AppHeader).refresh()
             if rearm:
-                self._arm(self._delay)
+                self._arm(0.05 if soon else self._delay)
 
     def _show_toast(self, message: str, title: str) -> None:
         """Show the failure toast, replacing the previous one (one toast, not a stack)."""
@@ -199,8 +218,8 @@ class QueueScreen(Screen[None]):
         self._select = job_id
         self._show()
 
-    def _show(self) -> None:
-        self.table.apply(self._visible())
+    def _show(self, limit: int | None = None) -> None:
+        self.table.apply(self._visible()[:limit])
         if self._select is not None and self._select in self.table.jobs:
             self.table.move_cursor(row=self.table.get_row_index(self._select))
             self._select = None
@@ -228,7 +247,8 @@ class QueueScreen(Screen[None]):
     def _show_detail(self) -> None:
         job_id = self.table.cursor_job_id
         moved = job_id != self.detail.job_id
-        self.detail.show(self.all_jobs.get(job_id) if job_id else None)
+        job = self.all_jobs.get(job_id) if job_id else None
+        self.detail.show(job, self.usage.get(job_id or ""))
         if moved and job_id is not None:
             self.load_detail(job_id)  # the row under the cursor changed without a highlight
 
@@ -239,15 +259,22 @@ class QueueScreen(Screen[None]):
         job_id = self.table.cursor_job_id
         if job_id is not None:
             if self.detail.job_id != job_id:
-                self.detail.show(self.all_jobs.get(job_id))
+                self.detail.show(self.all_jobs.get(job_id), self.usage.get(job_id))
             self.load_detail(job_id)
 
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def load_detail(self, job_id: str) -> None:
-        """Replace the pane's content with the job's full history (if still selected)."""
+        """Replace the pane's content with the job's full history (if still selected), and
+        for a finished job what it used (one accounting call, remembered)."""
         job = await self.ctx.backend.job_detail(job_id)
+        if job.status.terminal and job_id not in self.usage:
+            try:
+                self.usage.update(await self.ctx.backend.job_usage([job_id]))
+            except TaoError as error:
+                # The figures are extra: say why they are missing, keep the pane.
+                self.notify(f"No usage figures for {job_id}: {error}", severity="warning")
         if self.table.cursor_job_id == job_id:
-            self.detail.show(job)
+            self.detail.show(job, self.usage.get(job_id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter opens the logs."""

@@ -23,12 +23,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
+from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import TaoError
 
 ConnectionStateName = Literal["disconnected", "connecting", "connected", "reconnecting", "down"]
@@ -128,6 +132,14 @@ class Backend(Protocol):
         """
         ...
 
+    async def followup(self) -> bool:
+        """Wait for the background accounting query the last :meth:`refresh` started, if any.
+
+        Returns:
+            True when it brought news, so the caller should refresh again at once.
+        """
+        ...
+
     def jobs(self) -> list[JobRecord]:
         """Every job of the profile from the store (newest first), without the network."""
         ...
@@ -148,6 +160,34 @@ class Backend(Protocol):
 
         Raises:
             BadInput: no job has this id.
+        """
+        ...
+
+    async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
+        """What the given finished jobs used (latest attempt), by TAO id; one sacct call.
+
+        Jobs that are not finished, or that accounting does not know, are absent.
+
+        Raises:
+            OperationFailed: sacct failed or the cluster could not be reached.
+        """
+        ...
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """One page of the user's SLURM history (every job, not only ours): one sacct call.
+
+        Raises:
+            BadInput: the query is invalid.
+            OperationFailed: sacct failed or the cluster could not be reached.
+        """
+        ...
+
+    async def job_output(self, entry: HistoryEntry) -> JobOutput:
+        """Where a (foreign) job wrote StdOut/StdErr and the end of each readable file.
+
+        Raises:
+            BadInput: the entry has no SLURM id to look up.
+            OperationFailed: the cluster could not be reached.
         """
         ...
 
@@ -191,6 +231,25 @@ class Backend(Protocol):
         Raises:
             BadInput: the spec or the profile is invalid, or an input path does not exist.
             OperationFailed: SLURM refused the job (its message is in the sentence).
+        """
+        ...
+
+    async def capacity(self) -> CapacityReport:
+        """Free and allocated GPUs per partition and type, the largest free block, the user's
+        share and limits: one round trip.
+
+        Raises:
+            OperationFailed: the cluster could not be reached or SLURM did not list its nodes.
+        """
+        ...
+
+    async def start_estimate(self, spec: Mapping[str, Any]) -> StartEstimate:
+        """SLURM's start estimate for the spec as it would be submitted (no job is created),
+        with hints about what would start sooner.
+
+        Raises:
+            BadInput: the spec is invalid (the message names the field).
+            OperationFailed: the cluster could not be reached.
         """
         ...
 
@@ -309,7 +368,7 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
     events: list[Transition] = []
     for job in after:
         old = before.get(job.id)
-        if old is None:
+        if old is None or old is job:  # the same record: nothing happened to it
             continue
         if job.retries > old.retries:
             events.append(

@@ -17,6 +17,9 @@ from functools import cached_property
 from typing import Any
 
 from tao_slurm_tui.config import Config, how_to_create, state_db_path
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
+from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -24,10 +27,13 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
+from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
+from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
+from tao_slurm_tui.services.history import HistoryService
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
@@ -69,6 +75,7 @@ class ClusterBackend:
         self._last_poll: float | None = None
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
+        self._capacity: CapacityReport | None = None
 
     # ------------------------------------------------------------------ services, on first use
 
@@ -81,6 +88,11 @@ class ClusterBackend:
     def submitter(self) -> Submitter:
         """Stages and submits over the one connection."""
         return Submitter(self.conn, self.store, self._name, self._profile)
+
+    @cached_property
+    def history(self) -> HistoryService:
+        """The user's SLURM history and usage over the one connection."""
+        return HistoryService(self.conn, self.store, self._name)
 
     @cached_property
     def monitor(self) -> Monitor:
@@ -165,6 +177,10 @@ class ClusterBackend:
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))
 
+    async def followup(self) -> bool:
+        """Wait for the monitor's background sacct follow-up (see ``Monitor.wait_followup``)."""
+        return await self.monitor.wait_followup()
+
     def jobs(self) -> list[JobRecord]:
         """Every job of the profile, newest first, from the store only."""
         return list(reversed(self.store.list_jobs(self._name)))
@@ -177,6 +193,21 @@ class ClusterBackend:
         """scancel every attempt of the job."""
         self.store.require(self._name, job_id)
         return await self.monitor.cancel(job_id)
+
+    # ------------------------------------------------------------------ history
+
+    async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
+        """What the finished jobs used, by TAO id (one sacct call)."""
+        jobs = [job for i in job_ids if (job := self.store.get(self._name, i)) is not None]
+        return await self.history.job_usage(jobs)
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """One page of the user's SLURM history (one sacct call)."""
+        return await self.history.page(query)
+
+    async def job_output(self, entry: HistoryEntry) -> JobOutput:
+        """A job's StdOut/StdErr paths and the end of each (one call)."""
+        return await self.history.job_output(entry)
 
     # ------------------------------------------------------------------ composer
 
@@ -230,6 +261,20 @@ class ClusterBackend:
             on_progress(SubmitStage(stage), detail)
 
         return await self.submitter.submit(valid, dry_run=dry_run, on_progress=progress)
+
+    # ------------------------------------------------------------------ capacity
+
+    async def capacity(self) -> CapacityReport:
+        """The cluster's capacity in one round trip (kept for the composer's block hint)."""
+        self._capacity = await fetch_capacity(self.conn, user=self._profile.user)
+        return self._capacity
+
+    async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
+        """sbatch --test-only on the script the spec renders to (one round trip)."""
+        script = self.render(spec)
+        return await estimate_start(
+            self.conn, script, self._profile.partitions, capacity=self._capacity
+        )
 
     # ------------------------------------------------------------------ onboarding
 
@@ -328,6 +373,8 @@ class ClusterBackend:
             if on_refresh_error is not None:
                 try:
                     await self.monitor.tick()
+                    if await self.monitor.wait_followup():
+                        await self.monitor.tick()  # sacct's answer about a job that ended
                 except TaoError as exc:
                     on_refresh_error(exc)
             return self.store.require(self._name, job_id)

@@ -14,6 +14,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
+from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.models import (
     Attempt,
     HostKeyInfo,
@@ -28,6 +31,7 @@ from tao_slurm_tui.core.profile import NAME_RE, Profile
 from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
+from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.services.backend import (
     LogBatch,
@@ -35,6 +39,8 @@ from tao_slurm_tui.services.backend import (
     ProgressCallback,
     SubmitStage,
 )
+from tao_slurm_tui.services.fake_capacity import fake_capacity, fake_start_estimate
+from tao_slurm_tui.services.fake_history import FakeHistory
 
 FROZEN_TIME = 1_778_400_000.0
 """The fake's default 'now' (a fixed instant, so screens render identically every run)."""
@@ -255,12 +261,13 @@ class FakeBackend:
         profile_name: str = "fake",
         log_lines: int = 300,
         checks: list[CheckResult] | None = None,
+        other_profiles: dict[str, Profile] | None = None,
     ) -> None:
         self.clock: Callable[[], float] = clock or (lambda: FROZEN_TIME)
         """Injectable 'now'."""
         self._profile = profile if profile is not None else fake_profile()
         self._profile_name = profile_name
-        self._profiles: dict[str, Profile] = {profile_name: self._profile}
+        self._profiles: dict[str, Profile] = {**(other_profiles or {}), profile_name: self._profile}
         self._jobs: dict[str, JobRecord] = {
             j.id: j for j in (jobs if jobs is not None else seed_jobs(self.clock()))
         }
@@ -285,6 +292,16 @@ class FakeBackend:
         self.closed = False
         self.poll_interval = 10.0
         """Seconds between queue polls (the settings' default)."""
+        self.capacity_error: str | None = None
+        """When set, :meth:`capacity` fails with this message (a cluster that is down)."""
+        self.capacity_count = 0
+        """How many capacity refreshes ran."""
+        self.estimate_count = 0
+        """How many start estimates ran."""
+        self.history = FakeHistory(self.clock(), list(self._jobs.values()))
+        """The fake SLURM history (about 1,000 foreign jobs plus the seeded ones)."""
+        self.history_gate: asyncio.Event | None = None
+        """When set, each history page waits for this event (a slow cluster, for tests)."""
 
     # ---------------------------------------------------------------- profile & connection
     @property
@@ -333,6 +350,10 @@ class FakeBackend:
             callback(state)
 
     # ---------------------------------------------------------------- jobs
+    async def followup(self) -> bool:
+        """The fake answers everything in :meth:`refresh`: never a follow-up."""
+        return False
+
     async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
         """Advance the running job by one epoch and return every job."""
         await asyncio.sleep(0)
@@ -392,6 +413,30 @@ class FakeBackend:
         return job
 
     # ---------------------------------------------------------------- composer
+    # ---------------------------------------------------------------- history
+    async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
+        """Usage of the finished jobs' latest attempts, from the fake history."""
+        await asyncio.sleep(0)
+        by_id = {e.raw_id: e for e in self.history.entries}
+        found: dict[str, Usage] = {}
+        for job_id in job_ids:
+            job = self._jobs.get(job_id)
+            if job is not None and job.status.terminal and job.slurm_job_id in by_id:
+                found[job_id] = by_id[job.slurm_job_id].usage
+        return found
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """One page of the fake history."""
+        if self.history_gate is not None:
+            await self.history_gate.wait()
+        await asyncio.sleep(0)
+        return self.history.page(query)
+
+    async def job_output(self, entry: HistoryEntry) -> JobOutput:
+        """A plausible StdOut of a foreign job."""
+        await asyncio.sleep(0)
+        return self.history.output(entry)
+
     def default_spec(self) -> dict[str, Any]:
         """A new spec with the profile's defaults."""
         return default_spec(self._profile, name="new-job")
@@ -457,6 +502,23 @@ class FakeBackend:
         return SubmitResult(
             job.id, str(self._next_slurm_id), root, script=script, login_host=FAKE_HOST
         )
+
+    # ---------------------------------------------------------------- capacity
+    async def capacity(self) -> CapacityReport:
+        """The fake cluster's capacity (:mod:`~tao_slurm_tui.services.fake_capacity`)."""
+        await asyncio.sleep(0)
+        self.capacity_count += 1
+        if self.capacity_error:
+            raise OperationFailed(self.capacity_error)
+        return fake_capacity(self._profile.user or "researcher", self._profile_name)
+
+    async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
+        """What sbatch --test-only would say on the fake cluster for the rendered spec."""
+        script = self.render(spec)
+        await asyncio.sleep(0)
+        self.estimate_count += 1
+        report = fake_capacity(self._profile.user or "researcher", self._profile_name)
+        return fake_start_estimate(script, self._profile.partitions, self.clock(), report)
 
     # ---------------------------------------------------------------- onboarding
     async def doctor(self, spec_path: str | None = None) -> DoctorReport:

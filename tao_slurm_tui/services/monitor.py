@@ -4,13 +4,19 @@ One :meth:`Monitor.tick`:
 
 1. loads the profile's non-terminal, submitted jobs from the store (so a restarted app or CLI
    carries on where the last one stopped, retries included);
-2. sends ONE remote command: :func:`~tao_slurm_tui.core.slurm.poll_command` (``squeue`` for the
-   latest attempt of every job, ``sacct -X -D`` only for the ids squeue no longer reports as live,
-   plus restart probes), followed in the same shell by a single ``tail -v -c`` of the
-   ``status.json`` of the jobs last seen running (progress, and the verdict if one just ended);
-3. merges squeue and sacct the way SLURM really behaves (:func:`~tao_slurm_tui.core.slurm.merge`):
-   no sacct row right after submit or a transient ``allocation`` row → the previous state stays;
-   squeue failing with ``Invalid job id specified`` for the whole list is normal; a finished state
+2. sends ONE remote command on the connection's long-lived shell (``run_framed``: one network
+   round trip): :func:`~tao_slurm_tui.core.slurm.queue_command` (``squeue -u <me> -t all``: the
+   user's live jobs and the ones slurmctld still keeps after they ended, the same command for
+   1 or 1,000 tracked jobs, filtered here), followed in the same shell by a single
+   ``tail -v -c`` of the ``status.json`` of the jobs last seen running (progress, and the
+   verdict if one just ended);
+3. merges squeue with the accounting (``sacct -X -D``) rows a background follow-up fetched
+   (:func:`~tao_slurm_tui.core.slurm.merge`): sacct is never awaited by the tick. It is asked,
+   in one batched call on its own channel, only about ids that need it: squeue no longer lists
+   them (ended while the client was off), squeue says they ended but accounting has not agreed
+   yet, or a requeue whose restart count it confirms. The follow-up's rows are used by the next
+   tick; :meth:`Monitor.wait_followup` lets the caller run that tick as soon as they land. No
+   sacct row yet or a transient ``allocation`` row → the previous state stays; a finished state
    is acted on only once sacct agrees (``settled``), because a job SLURM requeues itself
    (``--requeue`` on NODE_FAIL, or the batch script's ``scontrol requeue``) passes through
    such states and comes back PENDING under the same id;
@@ -49,15 +55,17 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.slurm import (
     PollOutput,
+    SlurmRow,
     SlurmSnapshot,
     StateAction,
     expand_nodelist,
     parse_poll_output,
     poll_command,
+    queue_command,
 )
 from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
 from tao_slurm_tui.errors import OperationFailed, TaoError
-from tao_slurm_tui.remote.connection import Remote, RemoteError
+from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
 from tao_slurm_tui.services.store import JobStore
 
 __all__ = [
@@ -124,7 +132,9 @@ class TickResult:
     """Ids of jobs whose record changed in this tick."""
     events: list[MonitorEvent] = field(default_factory=list)
     round_trips: int = 0
-    """Remote commands this tick sent (1, or 2 when a job newly finished and needed more)."""
+    """Remote commands this tick waited for (1, or 2 when a job newly finished and needed more)."""
+    accounting: list[str] = field(default_factory=list)
+    """SLURM ids sent to the background sacct follow-up (not awaited by this tick)."""
     warning: str = ""
     """A partial failure (e.g. ``sacct failed: ...``): the tick used what it got."""
 
@@ -220,7 +230,7 @@ class Monitor:
 
     def __init__(
         self,
-        conn: Remote,
+        conn: FramedRemote,
         store: JobStore,
         profile_name: str,
         profile: Profile,
@@ -255,6 +265,14 @@ class Monitor:
         self._lock_path = Path(lock_path) if lock_path else _default_lock_path(store)
         self._unsettled: dict[str, tuple[int, float]] = {}  # id -> (ticks, first seen)
         self._probe: set[str] = set()
+        self._probed: set[str] = set()  # ids whose accounting rows answer a requeue probe
+        self._accounting: dict[str, list[SlurmRow]] = {}  # sacct -X -D rows from follow-ups
+        self._followup: asyncio.Task[bool] | None = None
+        self._followup_error = ""
+        self._needed: set[str] = set()  # ids the last tick sent to the follow-up
+        self._cache: dict[str, JobRecord] = {}  # every job of the profile, store order
+        self._version: tuple[int, int] | None = None  # the store's version the cache matches
+        self._seen: dict[str, tuple[JobRecord, tuple[Any, ...]]] = {}  # last merge's inputs
         self._tick_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ tick
@@ -270,39 +288,70 @@ class Monitor:
             return await self._tick()
 
     async def _tick(self) -> TickResult:
-        every = self.store.list_jobs(self.profile_name)
+        every = self._cached_jobs()
         jobs = [j for j in every if not j.status.terminal and j.submitted and j.attempts]
         result = TickResult(jobs=every)
         if not jobs:
             return result
-        work = {j.id: _Work(job=j, before=_copy(j)) for j in jobs}
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
-        live = [sid for sid in ids.values() if sid not in self._probe]
-        probe = [sid for sid in ids.values() if sid in self._probe]
         status_paths = {
             j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).status_json
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
-        command = poll_command(live, probe)
+        command = queue_command()
         extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
         if extra:
             command = f"{command}; {extra}"
-        first = await self.conn.run(command, timeout=self.profile.command_timeout)
+        first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
-        output = parse_poll_output(first.stdout)
+        output = parse_poll_output(first.stdout, wanted=set(ids.values()))
         if not output.complete:
             raise RemoteError(
                 "The poll command's output was cut short "
                 f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
             )
-        result.warning = output.error
+        if output.squeue_rc != 0:
+            # The controller is down or slow: accounting may still answer (in the background).
+            detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
+            result.warning = f"squeue failed: {detail[0]}"
+        result.warning = result.warning or self._followup_error
+        # What earlier follow-ups learnt from sacct, for the ids of this tick only.
+        output.sacct_rows = {
+            sid: rows for sid in ids.values() if (rows := self._accounting.get(sid)) is not None
+        }
         sections = parse_sections(first.stdout)
         live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
-        self._probe.clear()
-        for job_id, w in work.items():
-            w.status_text = live_status.get(job_id)
-            self._apply_snapshot(w, output, ids[job_id], probed=ids[job_id] in probe)
+        probed, self._probed = self._probed, set()
+        needed, self._needed = self._needed, set()
+        work: dict[str, _Work] = {}
+        for job in jobs:
+            sid = ids[job.id]
+            row = output.squeue_rows.get(sid)
+            seen = (sid, row.fields if row else None, output.sacct_rows.get(sid))
+            text = live_status.get(job.id)
+            last = self._seen.get(job.id)
+            if (
+                last is not None
+                and last[0] is job
+                and last[1] == seen
+                and text is None
+                and sid not in needed
+                and sid not in self._unsettled
+                and sid not in self._probe
+                and sid not in probed
+            ):
+                continue  # nothing new about this job: no merge, no store access
+            self._seen[job.id] = (job, seen)
+            w = work[job.id] = _Work(job=_copy(job), before=job, status_text=text)
+            self._apply_snapshot(w, output, sid, probed=sid in probed)
+            snap = w.snap
+            forgotten = row is None and not (snap and snap.settled)
+            if sid in self._probe or (snap and snap.terminal and not snap.settled) or forgotten:
+                self._needed.add(sid)
+        if self._needed:
+            result.accounting = sorted(self._needed)
+            self._start_followup(result.accounting)
         pending = [
             w for w in work.values() if w.need_status or w.need_logs or w.need_requeue_reason
         ]
@@ -311,17 +360,91 @@ class Monitor:
             result.round_trips += 1
         for w in work.values():
             await self._settle(w)
-        for w in work.values():
-            if self._save(w):
-                result.changed.append(w.job.id)
-            result.events.extend(w.events)
-        if result.changed or result.events:
-            result.jobs = self.store.list_jobs(self.profile_name)
-        else:
-            # Nothing was written: the jobs read at the start are still the truth (copies,
-            # since the work records were mutated in place).
-            result.jobs = [work[j.id].before if j.id in work else j for j in every]
+        # From here on no await: the store writes and the cache update see the same store.
+        stale = self.store.version() != self._version  # someone else wrote during the tick
+        with self.store.batch():  # one commit for the whole tick
+            for w in work.values():
+                if self._save(w):
+                    result.changed.append(w.job.id)
+                result.events.extend(w.events)
+        self._refresh_cache(work, stale)
+        # Accounting rows are kept only while their job is still active (bounded by N active).
+        active = {ids[j.id] for j in jobs if not self._cache.get(j.id, j).status.terminal}
+        self._accounting = {k: v for k, v in self._accounting.items() if k in active}
+        result.jobs = list(self._cache.values())
         return result
+
+    # ------------------------------------------------------------------ the jobs, cached
+
+    def _cached_jobs(self) -> list[JobRecord]:
+        """Every job of the profile (store order), read again only when the store changed."""
+        version = self.store.version()
+        if version != self._version:
+            self._cache = {j.id: j for j in self.store.list_jobs(self.profile_name)}
+            self._version = version
+        return list(self._cache.values())
+
+    def _refresh_cache(self, work: dict[str, _Work], stale: bool) -> None:
+        """Read back only the jobs this tick merged (the others are unchanged)."""
+        for job_id in work:
+            fresh = self.store.get(self.profile_name, job_id)
+            if fresh is None:
+                self._cache.pop(job_id, None)
+                continue
+            self._cache[job_id] = fresh
+            seen = self._seen.get(job_id)
+            if seen is not None:
+                self._seen[job_id] = (fresh, seen[1])
+        # A write by someone else during the tick (another process, a submission) is picked up
+        # by reading everything again next tick.
+        self._version = None if stale else self.store.version()
+
+    # ------------------------------------------------------------------ accounting follow-up
+
+    def _start_followup(self, ids: list[str]) -> None:
+        """Ask sacct about ``ids`` in the background (one batched call on its own channel, so
+        it never holds up a tick); at most one at a time, the next tick asks again."""
+        if self._followup is not None and not self._followup.done():
+            return
+        probes = {sid for sid in ids if sid in self._probe}
+        self._probe -= probes
+        self._followup = asyncio.get_running_loop().create_task(self._follow_up(ids, probes))
+
+    async def _follow_up(self, ids: list[str], probes: set[str]) -> bool:
+        try:
+            result = await self.conn.run(
+                poll_command((), ids), timeout=self.profile.command_timeout
+            )
+        except (TaoError, ValueError) as exc:
+            self._followup_error = f"sacct failed: {exc}"
+            self._probe |= probes  # ask again next time
+            return False
+        output = parse_poll_output(result.stdout)
+        self._followup_error = output.error
+        news = False
+        for sid in ids:
+            rows = output.sacct_rows.get(sid)
+            if rows is not None and rows != self._accounting.get(sid):
+                self._accounting[sid] = rows
+                news = True
+        self._probed |= probes
+        return news or bool(probes)
+
+    async def wait_followup(self) -> bool:
+        """Wait for the background sacct follow-up, if one is running.
+
+        Returns:
+            True when it brought accounting rows the next tick should use (so the caller may
+            tick again at once instead of after the poll interval).
+        """
+        task = self._followup
+        if task is None:
+            return False
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if self._followup is task and task.done():
+                self._followup = None
 
     # ------------------------------------------------------------------ merge
 
@@ -453,7 +576,7 @@ class Monitor:
                     join(["sinfo", "-h", "-p", partition, "-o", "%n"]) + " 2>/dev/null",
                 )
             )
-        result = await self.conn.run(_script(parts), timeout=self.profile.command_timeout)
+        result = await self.conn.run_framed(_script(parts), timeout=self.profile.command_timeout)
         sections = parse_sections(result.stdout)
         if ("end", "") not in sections and f"{_MARK}end" not in result.stdout:
             raise RemoteError(
@@ -635,6 +758,8 @@ class Monitor:
                 self.status = MonitorStatus(state="ok", last_ok=self.clock())
                 if on_tick is not None:
                     on_tick(result)
+                if await self.wait_followup():
+                    delay = 0.0  # accounting just landed: the next tick uses it now
             await asyncio.sleep(delay)
 
     async def watch(self, interval: float = DEFAULT_INTERVAL) -> AsyncIterator[TickResult]:
@@ -642,7 +767,7 @@ class Monitor:
         base = max(MIN_INTERVAL, float(interval))
         while True:
             yield await self.tick()
-            await asyncio.sleep(base)
+            await asyncio.sleep(0.0 if await self.wait_followup() else base)
 
     # ------------------------------------------------------------------ cancel
 

@@ -132,6 +132,7 @@ class JobStore:
         self.path = Path(path)
         self._clock = clock
         self._lock = threading.RLock()
+        self._batching = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fresh = not self.path.exists()
@@ -164,10 +165,24 @@ class JobStore:
     # ------------------------------------------------------------------ plumbing
 
     @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Make every write inside one transaction: one commit for many changes (a monitor
+        tick that updates 25 jobs), all or nothing. Other threads wait until it ends."""
+        with self._write():
+            self._batching = True
+            try:
+                yield
+            finally:
+                self._batching = False
+
+    @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that upgrades
         # later can fail with "database is locked" without the busy handler helping.
         with self._lock:
+            if self._batching:  # inside batch(): its transaction holds these writes
+                yield self._db
+                return
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -301,6 +316,13 @@ class JobStore:
             ).fetchall()
             attempts = self._all_attempts(profile)
             return [self._record(r, attempts.get((r["profile"], r["id"]), [])) for r in rows]
+
+    def version(self) -> tuple[int, int]:
+        """Differs from an earlier value once anything was written since: rows this connection
+        changed, and SQLite's ``data_version`` (bumped by other connections' commits)."""
+        with self._lock:
+            other = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            return self._db.total_changes, other
 
     def active(self, profile: str) -> list[JobRecord]:
         """Non-terminal jobs of ``profile`` (what the monitor polls), oldest first."""

@@ -20,10 +20,11 @@ STATE_LABELS: dict[str, tuple[str, str]] = {
 
 
 def ago(seconds: float) -> str:
-    """'4s ago', '3m ago', '2h ago'."""
+    """'0s ago', '40s ago', '3m ago', '2h ago' (seconds in steps of 10: a header showing it
+    redraws when the text changes, and a 10 s poll keeps it at '0s ago')."""
     seconds = max(0, int(seconds))
     if seconds < 60:
-        return f"{seconds}s ago"
+        return f"{seconds // 10 * 10}s ago"
     if seconds < 3600:
         return f"{seconds // 60}m ago"
     return f"{seconds // 3600}h ago"
@@ -69,11 +70,22 @@ class AppHeader(Widget):
         self.clock = clock
         self.screen_title = screen_title
         self._unlisten: Callable[[], None] | None = None
+        self._drawn: tuple[str, str, str] | None = None
 
     def on_mount(self) -> None:
         """Redraw on every connection change, and every few seconds for the 'ago' text."""
         self._unlisten = self.backend.add_listener(self._on_state)
-        self.set_interval(5, self.refresh)
+        self.set_interval(5, self._refresh_if_changed)
+
+    def _key(self) -> tuple[str, str, str]:
+        last_poll = self.backend.last_poll
+        polled = "" if last_poll is None else ago(self.clock() - last_poll)
+        return self.backend.connection_state, polled, self.backend.profile_name
+
+    def _refresh_if_changed(self) -> None:
+        # An idle queue must not redraw the header every few seconds for the same text.
+        if self._key() != self._drawn:
+            self.refresh()
 
     def _on_state(self, _state: str) -> None:
         self.refresh()
@@ -85,6 +97,7 @@ class AppHeader(Widget):
 
     def render(self) -> Text:
         """The header line."""
+        self._drawn = self._key()
         state = self.backend.connection_state
         last_poll = self.backend.last_poll
         glyph, word = STATE_LABELS.get(state, ("?", state))

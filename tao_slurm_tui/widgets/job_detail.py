@@ -7,8 +7,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.slurm import explain_reason
+from tao_slurm_tui.widgets.usage import usage_lines
 
 
 def job_paths(job: JobRecord) -> dict[str, str]:
@@ -21,8 +23,9 @@ def job_paths(job: JobRecord) -> dict[str, str]:
     return paths
 
 
-def render_detail(job: JobRecord) -> RenderableType:
-    """A renderable describing ``job`` (plain text only; no markup is parsed)."""
+def render_detail(job: JobRecord, usage: Usage | None = None) -> RenderableType:
+    """A renderable describing ``job`` (plain text only; no markup is parsed), with what it
+    used once it finished (``usage``, from accounting)."""
     head = Text(no_wrap=True, overflow="ellipsis")
     # Spaces end the styled piece instead of starting the next: SVG renderers (rsvg, used for
     # the screenshots) drop leading spaces of a <text>, gluing "job-idRunning" together.
@@ -45,6 +48,8 @@ def render_detail(job: JobRecord) -> RenderableType:
         if progress.kpi:
             line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
         parts.append(Text(line))
+    if usage is not None:
+        parts.extend(usage_lines(usage))
     for label, path in job_paths(job).items():
         parts.append(Text(f"{label + ':':9}{path}", no_wrap=True, overflow="ellipsis"))
     if job.attempts:
@@ -87,11 +92,18 @@ class JobDetail(Static):
 
     job_id: str | None = None
     """Id of the job shown (None: the hint)."""
+    _shown: tuple[JobRecord | None, Usage | None] | bool = False
+    """What is displayed, with its usage (False: nothing yet)."""
 
-    def show(self, job: JobRecord | None) -> None:
-        """Display ``job`` (or a hint when nothing is selected)."""
+    def show(self, job: JobRecord | None, usage: Usage | None = None) -> None:
+        """Display ``job`` with its ``usage`` if known (or a hint when nothing is selected); the
+        same again is a no-op (a quiet poll must not re-render and re-lay-out the pane)."""
         self.job_id = job.id if job is not None else None
+        shown = (job, usage)
+        if self._shown is not False and self._shown == shown:
+            return
+        self._shown = shown
         if job is None:
             self.update(Text("No job selected. Press n to compose one.", style="italic"))
         else:
-            self.update(render_detail(job))
+            self.update(render_detail(job, usage))

@@ -4,6 +4,11 @@
 the cells that changed, ``add_row`` for new jobs and ``remove_row`` for jobs that left the view
 (never ``clear``), all inside one ``batch_update`` — so the cursor stays on the same job and the
 scroll position stays put (dolphie's habit).
+
+Every column has a fixed width that only grows: set here from the plain text of the cells (the
+widest value seen, at least the header), never measured by DataTable. An auto-width DataTable
+measures every cell of every new row with Rich on idle (2,000 x 11 measurements before the
+first frame of a big queue) and every updated cell on each tick.
 """
 
 from __future__ import annotations
@@ -12,16 +17,24 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowDoesNotExist, RowKey
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.slurm import explain_reason, parse_duration
+from tao_slurm_tui.core.start_estimate import short_time
+
+SLURM_STATES = (
+    "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED",
+    "REQUEUED", "SUSPENDED", "NODE_FAIL",
+)  # fmt: skip
+"""The SLURM states the SLURM column is sized for up front (a rarer, longer one still grows it)."""
 
 COLUMNS: list[tuple[str, str]] = [
     ("id", "Job"),
@@ -64,13 +77,6 @@ def _shape(job: JobRecord) -> str:
     if nodes is None or gpus is None:
         return ""
     return f"{nodes}×{gpus}"  # noqa: RUF001
-
-
-def _short_time(stamp: str) -> str:
-    # "2026-05-10T14:30:00" → "05-10 14:30": the year is noise in a queue.
-    if len(stamp) >= 16 and stamp[4] == "-" and "T" in stamp:
-        return f"{stamp[5:10]} {stamp[11:16]}"
-    return stamp if stamp not in ("N/A", "Unknown") else ""
 
 
 def compact_limit(limit: str) -> str:
@@ -119,7 +125,7 @@ def job_plain_cells(job: JobRecord) -> dict[str, str]:
         "shape": _shape(job),
         "time": _elapsed_of_limit(elapsed, limit, pending),
         "reason": reason_in_words(job.reason) if pending else "",
-        "start": _short_time(latest.est_start) if latest and pending else "",
+        "start": short_time(latest.est_start) if latest and pending else "",
         "retries": str(job.retries) if job.retries else "",
         "progress": progress_bar(job),
     }
@@ -143,6 +149,26 @@ def sort_value(job: JobRecord, column: str) -> Any:
     return job_plain_cells(job)[column].lower()
 
 
+class Cell:
+    """One table cell: its plain text and style; the Rich ``Text`` is made only when DataTable
+    draws the cell (visible rows only), not for each of 2,000 rows up front."""
+
+    __slots__ = ("plain", "style")
+
+    def __init__(self, plain: str, style: Style | str = "") -> None:
+        self.plain = plain
+        self.style = style
+
+    def __rich__(self) -> Text:
+        return Text(self.plain, style=self.style, no_wrap=True, end="")
+
+    def __str__(self) -> str:
+        return self.plain
+
+    def __repr__(self) -> str:
+        return f"Cell({self.plain!r})"
+
+
 @dataclass
 class DiffStats:
     """What one :meth:`JobTable.apply` changed."""
@@ -152,7 +178,7 @@ class DiffStats:
     removed: int = 0
 
 
-class JobTable(DataTable[Text]):
+class JobTable(DataTable[Cell]):
     """The jobs of the queue, one row per job id."""
 
     class Sorted(Message):
@@ -212,11 +238,54 @@ class JobTable(DataTable[Text]):
         """Plain text of every shown cell by job id: what a tick is compared against (cheap)."""
         self._styles: dict[str, Style] = {}
         """Component styles looked up this tick (each lookup is a CSS query: not per job)."""
+        self._widths: dict[str, int] = {key: cell_len(label) for key, label in COLUMNS}
+        """Width of every column: the widest cell seen (plain text), at least the header."""
+        # The status columns fit their longest word from the start, so a job going from
+        # "Running" to "Complete" never shows "Complet" nor shifts the columns to its right.
+        self._widths["status"] = max(self._widths["status"], *map(len, TaoStatus))
+        self._widths["state"] = max(self._widths["state"], *map(len, SLURM_STATES))
 
     def on_mount(self) -> None:
-        """Add the columns."""
+        """Add the columns, each with a fixed width."""
         for key, label in COLUMNS:
-            self.add_column(label, key=key)
+            self.add_column(label, key=key, width=self._widths[key])
+
+    # DataTable measures cells with Rich to size auto-width columns; ours are all fixed-width
+    # (sized in `apply` from the plain text), so measuring would only cost time.
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        super()._update_dimensions(())  # the virtual size only; our rows are one line high
+
+    def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
+        return  # widths only change in `apply`, which says so itself
+
+    def _forget_rows(self, rows: set[RowKey]) -> None:
+        """Drop the cached rendering of ``rows`` only, after their cells were replaced.
+
+        DataTable's ``update_cell`` bumps a table-wide counter that is part of every render
+        cache key, so one changed cell redraws every visible cell; a tick changing 5 % of the
+        rows then pays for the whole screen. Here only the changed rows render again (the
+        line cache, cheap to rebuild from the row caches, is dropped whole). Relies on
+        DataTable internals of the pinned Textual version (tests/tui cover the result).
+        """
+        cells, lines = self._cell_render_cache, self._row_render_cache
+        for cell_key in [k for k in cells.keys() if k[0] in rows]:  # noqa: SIM118 (LRUCache)
+            cells.discard(cell_key)
+        for line_key in [k for k in lines.keys() if k[0] in rows]:  # noqa: SIM118
+            lines.discard(line_key)
+        self._row_renderable_cache.clear()
+        self._line_cache.clear()
+        self.refresh()
+
+    def _grow(self, plain: dict[str, str]) -> bool:
+        """Widen the columns a row does not fit in; True if any grew."""
+        grew = False
+        widths = self._widths
+        for key, value in plain.items():
+            width = len(value) if value.isascii() else cell_len(value)
+            if width > widths[key]:
+                widths[key] = width
+                grew = True
+        return grew
 
     # ------------------------------------------------------------------ cells
     def _style(self, name: str) -> Style:
@@ -232,15 +301,14 @@ class JobTable(DataTable[Text]):
         super().notify_style_update()
         self._styles.clear()
 
-    def _cell(self, job: JobRecord, key: str, value: str) -> Text:
-        style: Style | str = ""
+    def _cell(self, job: JobRecord, key: str, value: str) -> Cell:
         if key == "status":
-            style = self._style(job.status.value.lower())
-        elif key == "progress":
-            style = self._style("progress")
-        return Text(value, style=style, no_wrap=True, end="")
+            return Cell(value, self._style(job.status.value.lower()))
+        if key == "progress":
+            return Cell(value, self._style("progress"))
+        return Cell(value)
 
-    def cells(self, job: JobRecord) -> dict[str, Text]:
+    def cells(self, job: JobRecord) -> dict[str, Cell]:
         """Styled cells for ``job``."""
         return {key: self._cell(job, key, value) for key, value in job_plain_cells(job).items()}
 
@@ -269,7 +337,8 @@ class JobTable(DataTable[Text]):
         self._styles.clear()  # a theme switch since the last tick shows in the changed cells
         keep_cursor = self.cursor_job_id
         new = {job.id: job for job in jobs}
-        order_changed = False
+        order_changed = grew = False
+        updated: set[RowKey] = set()
         with self.app.batch_update():
             for job_id in [k for k in self.jobs if k not in new]:
                 self.remove_row(job_id)
@@ -277,9 +346,12 @@ class JobTable(DataTable[Text]):
                 self._shown.pop(job_id, None)
                 stats.removed += 1
             for job_id, job in new.items():
-                # Compare plain strings; build styled Text only for cells that changed
-                # (building 2,000 x 11 Texts per tick cost ~200 ms with 2,000 jobs).
+                if self.jobs.get(job_id) is job:
+                    continue  # the very record shown (the monitor hands out unchanged ones)
+                # Compare plain strings; make cells only for the ones that changed.
                 plain = job_plain_cells(job)
+                if plain != self._shown.get(job_id):
+                    grew = self._grow(plain) or grew
                 if job_id not in self.jobs:
                     cells = [self._cell(job, key, plain[key]) for key, _ in COLUMNS]
                     self.add_row(*cells, key=job_id)
@@ -290,16 +362,21 @@ class JobTable(DataTable[Text]):
                     if sort_value(old, self.sort_column) != sort_value(job, self.sort_column):
                         order_changed = True
                     shown = self._shown.get(job_id, {})
+                    row = self._data[RowKey(job_id)]
                     for key, value in plain.items():
                         if shown.get(key) != value:
-                            # update_width: a status that grows ("Running" -> "Complete")
-                            # widens its column instead of showing "Complet".
-                            self.update_cell(
-                                job_id, key, self._cell(job, key, value), update_width=True
-                            )
+                            row[ColumnKey(key)] = self._cell(job, key, value)
                             stats.updated_cells += 1
+                            updated.add(RowKey(job_id))
                 self.jobs[job_id] = job
                 self._shown[job_id] = plain
+            if updated:
+                self._forget_rows(updated)
+            if grew:
+                for key, width in self._widths.items():
+                    self.columns[ColumnKey(key)].width = width
+                self._clear_caches()
+                self._require_update_dimensions = True
             if order_changed:
                 self._sort()
             if keep_cursor is not None and keep_cursor in self.jobs and stats.removed + stats.added:
@@ -349,6 +426,10 @@ class JobTable(DataTable[Text]):
                 continue
             arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
             column.label = Text(label + arrow)
+            if cell_len(label + arrow) > self._widths[key]:  # the arrow is never cut off
+                self._widths[key] = column.width = cell_len(label + arrow)
+                self._clear_caches()
+                self._require_update_dimensions = True
         self.refresh()
 
     def action_cycle_sort(self) -> None:

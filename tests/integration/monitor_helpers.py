@@ -43,14 +43,21 @@ def status_line(status: str, message: str = "", **extra: Any) -> str:
 
 
 class CountingConn:
-    """Wraps a Connection and counts ``run`` calls (remote round trips)."""
+    """Wraps a Connection and counts the remote commands a tick waits for (``calls``) apart
+    from the background sacct follow-ups it never waits for (``followups``)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.calls: list[str] = []
+        self.followups: list[str] = []
+
+    async def run_framed(self, command: Any, **kwargs: Any) -> CommandResult:
+        self.calls.append(command if isinstance(command, str) else " ".join(command))
+        return await self.conn.run_framed(command, **kwargs)
 
     async def run(self, command: Any, **kwargs: Any) -> CommandResult:
-        self.calls.append(command if isinstance(command, str) else " ".join(command))
+        cmd = command if isinstance(command, str) else " ".join(command)
+        (self.followups if "sacct -X -D" in cmd else self.calls).append(cmd)
         return await self.conn.run(command, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

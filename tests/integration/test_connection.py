@@ -209,7 +209,7 @@ def _free_port() -> int:
 class SecondSshd:
     """A second real sshd on a free port with a freshly generated host key."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, extra_config: str = "") -> None:
         self.port = _free_port()
         self.host_key = workdir / "host_ed25519"
         self.public_key = Path(f"{self.host_key}.pub")
@@ -220,7 +220,7 @@ class SecondSshd:
         self.config.write_text(
             f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.host_key}\n"
             f"PidFile {workdir / 'sshd.pid'}\nUsePAM no\nPasswordAuthentication no\n"
-            f"KbdInteractiveAuthentication no\nAllowUsers {sandbox.USER}\n"
+            f"KbdInteractiveAuthentication no\nAllowUsers {sandbox.USER}\n{extra_config}"
         )
         self.proc: subprocess.Popen[bytes] | None = None
 

@@ -50,6 +50,9 @@ def test_status_watch_logs_and_cancel(
     assert cli.main(["--config", config, "status", name, "--json", "--watch"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     final = json.loads(lines[-1])
+    usage = final[0].pop("usage")
+    # The finished job's usage (added key): it ran, so it has an elapsed time and no GPUs.
+    assert usage["elapsed_s"] is not None and usage["gpus"] == 0 and usage["gpu_hours"] == 0
     assert final == [
         {
             "id": name,

@@ -227,3 +227,30 @@ async def test_poller_pauses_while_hidden(fake: FakeBackend) -> None:
         await wait_for(pilot, lambda: fake.refresh_count > count, "the poll on return")
         await settle(pilot)
         assert fake.refresh_count == count + 1  # polled again on return, once
+
+
+async def test_a_changed_row_is_drawn_again_with_its_new_cells(fake: FakeBackend) -> None:
+    # Only the changed rows' rendering is dropped (not DataTable's whole cache): the row on
+    # screen must still show the new values, and the other rows stay as they were.
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _queue(pilot)
+        await _poll(screen)
+        table = screen.table
+        table.scroll_to(x=table.max_scroll_x, animate=False)
+        await settle(pilot)
+        ids = list(table.jobs)
+        lines = {job_id: table.get_row_index(job_id) + 1 for job_id in ids}  # +1: the header
+
+        def drawn() -> dict[str, str]:
+            return {job_id: table.render_line(y).text for job_id, y in lines.items()}
+
+        before = drawn()
+        progress = table.get_row("dino-train-1")[-1].plain
+        assert progress and progress in before["dino-train-1"]
+        await _poll(screen)
+        await settle(pilot)
+        after = drawn()
+        new_progress = table.get_row("dino-train-1")[-1].plain
+        assert new_progress != progress and new_progress in after["dino-train-1"]
+        assert {k for k in ids if before[k] != after[k]} == {"dino-train-1"}

@@ -48,6 +48,10 @@ async def test_status_words_are_never_cut_at_160_columns(fake: FakeBackend) -> N
     app = build_app(fake)
     async with app.run_test(size=WIDE) as pilot:
         screen = await _queue(pilot)
+        # The fixed widths cover the longest status words from the start: nothing shifts later.
+        before = {key: screen.table.columns[ColumnKey(key)].width for key in ("status", "state")}
+        assert before["status"] >= max(len(s) for s in TaoStatus)
+        assert before["state"] >= len("CANCELLED")
         # dino-train-1 goes Running -> Complete (one epoch a poll): the word grows by a letter.
         while fake.jobs()[0].status is TaoStatus.RUNNING:
             await screen.poll().wait()
@@ -57,6 +61,7 @@ async def test_status_words_are_never_cut_at_160_columns(fake: FakeBackend) -> N
         for key, word in (("status", "Complete"), ("state", "COMPLETED")):
             column = screen.table.columns[ColumnKey(key)]
             assert column.get_render_width(screen.table) >= len(word) + 2  # + cell padding
+            assert column.width == before[key]
 
 
 async def test_running_and_pending_look_different_in_both_themes(fake: FakeBackend) -> None:
@@ -106,6 +111,10 @@ async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: FakeBacke
         await wait_for(pilot, lambda: table.sort_column == "id", "sorted by job")
         await wait_for(pilot, lambda: "sort Job ↑" in str(table.border_subtitle), "the subtitle")
         assert str(table.columns[ColumnKey("id")].label) == "Job ↑"
+        await pilot.press(*"s" * 9)  # Retry: a header as wide as its column, arrow shown whole
+        await wait_for(pilot, lambda: table.sort_column == "retries", "sorted by retry")
+        assert table.columns[ColumnKey("retries")].width >= len("Retry ↑")
+        table.sort_by("id")
         table.sort_by("id")  # the same column again: descending
         await wait_for(pilot, lambda: "sort Job ↓" in str(table.border_subtitle), "descending")
         assert str(table.columns[ColumnKey("id")].label) == "Job ↓"

@@ -21,6 +21,8 @@ from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.credentials import CredentialsModal
 from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.help import HelpScreen
+from tao_slurm_tui.screens.history import HistoryScreen
+from tao_slurm_tui.screens.job_output import JobOutputScreen
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.onboarding import OnboardingScreen
 from tao_slurm_tui.screens.queue import QueueScreen
@@ -216,6 +218,38 @@ def test_error_modal(snap_compare: Any, size: tuple[int, int]) -> None:
         await _queue(pilot)
         pilot.app.report_error(RuntimeError("the store is locked"))  # type: ignore[attr-defined]
         await shown(pilot, ErrorModal)
+        await settle(pilot)
+
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+
+
+async def _history(pilot: Pilot[Any]) -> HistoryScreen:
+    """The history view with its first page and the usage of a foreign job with a hint."""
+    await _queue(pilot)
+    await pilot.press("h")
+    screen = await shown(pilot, HistoryScreen)
+    await wait_for(pilot, lambda: screen.page is not None, "the first page")
+    await settle(pilot)
+    # Row 10: a completed foreign job that used a small share of its limit (the hint).
+    await pilot.press(*["down"] * 10)
+    await wait_for(pilot, lambda: screen.table.cursor_row == 10, "the cursor on row 10")
+    await settle(pilot)
+    return screen
+
+
+def test_history(snap_compare: Any, size: tuple[int, int]) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _history(pilot)
+
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+
+
+def test_foreign_job_output(snap_compare: Any, size: tuple[int, int]) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _history(pilot)
+        await pilot.press("l")
+        screen = await shown(pilot, JobOutputScreen)
+        await wait_for(pilot, lambda: screen.output is not None, "the output")
         await settle(pilot)
 
     assert snap_compare(_app(), terminal_size=size, run_before=run_before)

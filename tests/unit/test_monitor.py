@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,35 +53,42 @@ def sa(
 
 
 class FakeCluster:
-    """Answers the poll command from tables of squeue/sacct rows; counts round trips."""
+    """Answers the poll command (squeue for all of the user's jobs, on the framed shell) and the
+    background sacct follow-up from tables of rows; counts round trips of each kind."""
 
     def __init__(self) -> None:
         self.squeue: dict[str, str] = {}
         self.sacct: dict[str, list[str]] = {}
         self.files: dict[str, str] = {}
         self.calls: list[str] = []
+        """Commands a tick waited for (the critical path), and scancel."""
+        self.followups: list[str] = []
+        """Background sacct follow-ups (never awaited by a tick)."""
         self.squeue_forgets = False
 
-    async def run(self, command: Any, **_: Any) -> CommandResult:
+    async def run_framed(self, command: Any, **kw: Any) -> CommandResult:
+        return await self.run(command, framed=True, **kw)
+
+    async def run(self, command: Any, *, framed: bool = False, **_: Any) -> CommandResult:
         cmd = command if isinstance(command, str) else " ".join(command)
-        self.calls.append(cmd)
+        if MARK in cmd and "squeue" not in cmd:
+            assert not framed, "sacct must not hold up the tick's shell"
+            self.followups.append(cmd)
+        else:
+            self.calls.append(cmd)
         if cmd.startswith("scancel"):
             return CommandResult(cmd, 0, "", "", "h")
         out: list[str] = []
         if "squeue" in cmd:
-            ids = [i for i in self.squeue if f"{i}," in cmd or f"{i} " in cmd or f"{i}'" in cmd]
-            rows = [self.squeue[i] for i in ids]
-            if self.squeue_forgets:
-                out += [f"{MARK}squeue rc=1", "slurm_load_jobs error: Invalid job id specified"]
-            else:
-                out += [f"{MARK}squeue rc=0", *rows]
-            live = {r.split(SEP)[0] for r in rows if r.split(SEP)[1] in ("PENDING", "RUNNING")}
-            want = [i for i in self.sacct if i not in live or self.squeue_forgets]
-            want = [i for i in want if i in cmd]
-            if want:
-                out.append(f"{MARK}sacct rc=0 ids={','.join(want)}")
-                for i in want:
-                    out += self.sacct[i]
+            assert framed and "-u" in cmd and "-j" not in cmd  # all of mine, not N ids
+            rows = [] if self.squeue_forgets else list(self.squeue.values())
+            out += [f"{MARK}squeue rc=0", *rows, f"{MARK}end"]
+        elif MARK in cmd:
+            asked = re.search(r"s=([0-9,]+);", cmd)
+            want = [i for i in (asked.group(1).split(",") if asked else []) if i in self.sacct]
+            out.append(f"{MARK}sacct rc=0 ids={','.join(want)}")
+            for i in want:
+                out += self.sacct[i]
             out.append(f"{MARK}end")
         if "@@tao-mon:" in cmd:
             for path, text in self.files.items():
@@ -108,12 +116,17 @@ def add(store: JobStore, name: str, slurm_id: str, **kw: Any) -> None:
     )
 
 
-async def test_fifty_jobs_one_round_trip_and_terminal_never_asked_again(store: JobStore) -> None:
+def queued(store: JobStore, count: int, start: int = 0) -> tuple[FakeCluster, Monitor]:
+    """Jobs j<start>.. (SLURM ids 100+i) pending in squeue, and a monitor for them."""
     cluster = FakeCluster()
-    for i in range(50):
+    for i in range(start, start + count):
         add(store, f"j{i}", str(100 + i))
         cluster.squeue[str(100 + i)] = sq(str(100 + i), "PENDING", "Resources")
-    monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+    return cluster, Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+
+
+async def test_fifty_jobs_one_round_trip_and_terminal_never_asked_again(store: JobStore) -> None:
+    cluster, monitor = queued(store, 50)
     result = await monitor.tick()
     assert len(cluster.calls) == 1 and result.round_trips == 1
     assert all(j.status is TaoStatus.PENDING for j in result.jobs)
@@ -125,11 +138,32 @@ async def test_fifty_jobs_one_round_trip_and_terminal_never_asked_again(store: J
         cluster.sacct[str(100 + i)] = [sa(str(100 + i), "CANCELLED by 1001")]
     cluster.calls.clear()
     result = await monitor.tick()
-    assert len(cluster.calls) == 1
+    # squeue no longer lists them: the tick does not wait for sacct, it asks in the background
+    # (one batched call for all 50) and the next tick uses the answer.
+    assert len(cluster.calls) == 1 and result.round_trips == 1
+    assert sorted(result.accounting) == sorted(str(100 + i) for i in range(50))
+    assert await monitor.wait_followup()
+    assert len(cluster.followups) == 1
+    result = await monitor.tick()
+    assert len(cluster.calls) == 2
     assert all(j.status is TaoStatus.CANCELED for j in result.jobs)
     cluster.calls.clear()
     await monitor.tick()
     assert cluster.calls == []
+
+
+async def test_tick_command_is_the_same_for_one_and_a_thousand_jobs(store: JobStore) -> None:
+    cluster, monitor = queued(store, 1)
+    await monitor.tick()
+    more, _ = queued(store, 999, start=1)
+    cluster.squeue.update(more.squeue)
+    assert len((await monitor.tick()).changed) == 999  # the new ones got their squeue state
+    result = await monitor.tick()
+    assert cluster.calls[0] == cluster.calls[2]  # no list of ids: squeue -u me, filtered here
+    assert len(result.jobs) == 1000 and result.changed == []  # nothing changed, nothing written
+    cluster.squeue["500"] = sq("500", "RUNNING", nodes="vm")
+    result = await monitor.tick()
+    assert result.changed == ["j400"]
 
 
 async def test_no_sacct_row_right_after_submit_keeps_the_state(store: JobStore) -> None:
@@ -162,6 +196,10 @@ async def test_completed_reads_status_json_once(store: JobStore) -> None:
         '{"status": "FAILURE", "message": "bad dataset"}'
     )
     monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
+    result = await monitor.tick()
+    # squeue's COMPLETED waits for accounting, asked in the background; the next tick has it.
+    assert result.round_trips == 1 and result.accounting == ["7"]
+    assert await monitor.wait_followup()
     result = await monitor.tick()
     assert result.round_trips == 2
     job = result.jobs[0]
@@ -231,8 +269,12 @@ async def test_finish_waits_for_slow_accounting_even_with_fast_ticks(store: JobS
     for _ in range(5):
         result = await monitor.tick()
         assert result.jobs[0].status is TaoStatus.RUNNING
+        await monitor.wait_followup()  # sacct asked in the background, still RUNNING
         clock.now += 1
     cluster.sacct["7"] = [sa("7", "COMPLETED", exit_code="0:0")]
+    result = await monitor.tick()
+    assert result.round_trips == 1 and result.jobs[0].status is TaoStatus.RUNNING
+    assert await monitor.wait_followup()  # accounting agrees now: the next tick acts on it
     result = await monitor.tick()
     job = result.jobs[0]
     assert job.status is TaoStatus.COMPLETE
@@ -250,19 +292,25 @@ async def test_finish_is_trusted_without_accounting_after_ticks_and_time(store: 
     monitor = Monitor(cluster, store, "p", PROFILE, clock=clock)  # type: ignore[arg-type]
     for _ in range(UNSETTLED_TICKS + 1):
         assert (await monitor.tick()).jobs[0].status is TaoStatus.RUNNING
+        await monitor.wait_followup()
     clock.now += UNSETTLED_SECONDS - 1
     assert (await monitor.tick()).jobs[0].status is TaoStatus.RUNNING
+    await monitor.wait_followup()
     clock.now += 1
     assert (await monitor.tick()).jobs[0].status is TaoStatus.CANCELED
 
 
 class ProbeCluster:
-    """Answers squeue when the poll asks it, else (the probe after a requeue) sacct only."""
+    """Answers squeue when the tick asks it, and sacct when the follow-up (the probe after a
+    requeue) asks it."""
 
     def __init__(self) -> None:
         self.squeue = ""
         self.sacct: list[str] = []
         self.asked: list[str] = []
+
+    async def run_framed(self, command: Any, **kw: Any) -> CommandResult:
+        return await self.run(command, **kw)
 
     async def run(self, command: Any, **_: Any) -> CommandResult:
         cmd = command if isinstance(command, str) else " ".join(command)
@@ -287,19 +335,21 @@ def sq_restarts(state: str, reason: str, restarts: int) -> str:
 
 
 async def test_requeue_probe_with_lagging_accounting_counts_one_restart(store: JobStore) -> None:
-    # The batch script requeued itself (squeue: PENDING, RestartCnt 1). The next tick asks
-    # sacct -D only, and slurmdbd still shows the first run RUNNING: that stale row must not flip
-    # the job back to Running, or the following squeue PENDING counts the requeue twice.
+    # The batch script requeued itself (squeue: PENDING, RestartCnt 1). The monitor then asks
+    # sacct -D (in the background) for the restart count, and slurmdbd still shows the first
+    # run RUNNING: that stale row must not flip the job back to Running, or a following squeue
+    # PENDING counts the requeue twice.
     cluster = ProbeCluster()
     add(store, "a", "7")
     monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
     cluster.squeue = sq_restarts("RUNNING", "None", 0)
     await monitor.tick()
     cluster.squeue = sq_restarts("PENDING", "BeginTime", 1)
-    await monitor.tick()
     cluster.sacct = [sa("7", "RUNNING")]
+    await monitor.tick()
+    assert await monitor.wait_followup()
     result = await monitor.tick()
-    assert cluster.asked == ["squeue", "squeue", "sacct"]
+    assert cluster.asked == ["squeue", "squeue", "sacct", "squeue"]
     assert result.jobs[0].status is TaoStatus.PENDING
     result = await monitor.tick()
     job = result.jobs[0]
@@ -307,3 +357,25 @@ async def test_requeue_probe_with_lagging_accounting_counts_one_restart(store: J
     assert job.attempts[0].restarts == 1 and job.retries == 1
     requeued = [e for e in store.events("p", "a") if e.kind == "requeued"]
     assert len(requeued) == 1
+
+
+async def test_unchanged_jobs_are_not_merged_again_but_other_writers_are_seen(
+    store: JobStore,
+) -> None:
+    cluster, monitor = queued(store, 3)
+    first = await monitor.tick()
+    assert len(first.changed) == 3
+    steady = await monitor.tick()
+    assert steady.changed == [] and steady.jobs == first.jobs
+    assert all(a is b for a, b in zip(steady.jobs, first.jobs, strict=True))  # not re-read
+    # Another process (a CLI) cancels one: the next tick reads the store again and sees it.
+    other = JobStore(store.path)
+    other.update_job("p", "j1", status=TaoStatus.CANCELED, message="Canceled by the user.")
+    other.close()
+    result = await monitor.tick()
+    assert {j.id: j.status for j in result.jobs}["j1"] is TaoStatus.CANCELED
+    # Only the job whose squeue row changed is merged and written.
+    cluster.squeue["102"] = sq("102", "RUNNING", nodes="vm")
+    result = await monitor.tick()
+    assert result.changed == ["j2"]
+    assert {j.id: j.status for j in result.jobs}["j2"] is TaoStatus.RUNNING

@@ -263,3 +263,23 @@ def test_failed_write_rolls_back(store: JobStore) -> None:
     # The job row written before the failing attempt is gone too.
     assert store.get("sandbox", "dino-1") is None
     assert store.create_job(record()).attempts == []
+
+
+def test_batch_commits_all_writes_at_once_or_none(store: JobStore, tmp_path: Path) -> None:
+    store.create_job(record("a"))
+    store.create_job(record("b"))
+    before = store.version()
+    other = JobStore(store.path)
+    with store.batch():
+        store.update_job("sandbox", "a", status=TaoStatus.RUNNING)
+        store.update_job("sandbox", "b", status=TaoStatus.RUNNING)
+        # Not visible to another connection until the batch ends.
+        assert other.require("sandbox", "a").status is TaoStatus.PENDING
+    assert other.require("sandbox", "a").status is TaoStatus.RUNNING
+    other.close()
+    assert store.version() != before
+    assert {j.status for j in store.list_jobs("sandbox")} == {TaoStatus.RUNNING}
+    with pytest.raises(RuntimeError), store.batch():
+        store.update_job("sandbox", "a", status=TaoStatus.ERROR)
+        raise RuntimeError("half way")
+    assert store.require("sandbox", "a").status is TaoStatus.RUNNING  # rolled back

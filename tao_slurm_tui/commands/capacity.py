@@ -1,0 +1,108 @@
+"""``tao-slurm-tui capacity [--json]``: where GPUs are free, per partition and type.
+
+One round trip (:func:`~tao_slurm_tui.services.capacity.fetch_capacity`): GPUs free / allocated /
+total by type, the largest free block on one node, nodes by state (down and drained ones with
+their reason), CPUs and memory free, running and pending jobs; the user's own share and the
+QOS / association limits against use. ``--json`` prints
+:meth:`~tao_slurm_tui.core.capacity_report.CapacityReport.to_json`. Exit 1 when the cluster
+cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tao_slurm_tui.commands.context import CliContext
+from tao_slurm_tui.core.capacity import NodeState
+from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``capacity``."""
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _gib(mb: int) -> str:
+    return f"{mb / 1024:.0f} GiB" if mb >= 1024 else f"{mb} MiB"
+
+
+def _types(p: PartitionCapacity) -> str:
+    return ", ".join(f"{type_label(t.kind)} {t.free}/{t.total}" for t in p.gpu_types) or "-"
+
+
+def _block(p: PartitionCapacity) -> str:
+    b = p.largest_block
+    return f"{b.gpus} {type_label(b.kind)} on {b.node}" if b else "none"
+
+
+def _nodes(p: PartitionCapacity) -> str:
+    n = p.nodes
+    out = n[NodeState.DRAINED] + n[NodeState.DRAINING] + n[NodeState.DOWN]
+    return f"{n[NodeState.IDLE]}/{n[NodeState.MIXED]}/{n[NodeState.ALLOCATED]}/{out}"
+
+
+def format_report(report: CapacityReport) -> str:
+    """The human-readable capacity."""
+    rows = [
+        (
+            "PARTITION",
+            "GPUS FREE",
+            "BY TYPE (free/total)",
+            "LARGEST FREE BLOCK",
+            "NODES i/m/a/out",
+            "CPUS FREE",
+            "MEM FREE",
+            "PENDING",
+        )
+    ]
+    for p in report.partitions:
+        rows.append(
+            (
+                p.name + ("*" if p.default else ""),
+                f"{p.gpus_free}/{p.gpus_total}",
+                _types(p),
+                _block(p),
+                _nodes(p),
+                f"{p.cpus_free}/{p.cpus_total}",
+                _gib(p.mem_free_mb),
+                f"{p.pending_jobs} ({p.pending_gpus} GPUs)",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [f"{report.gpus_free} GPUs free on the cluster (* marks the default partition)."]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if report.unavailable:
+        lines += ["", "Nodes that take no new job:"]
+        for n in report.unavailable:
+            why = n.reason or "no reason given"
+            by = f" (by {n.by}, {n.since})" if n.by else ""
+            lines.append(f"  {n.name:<12} {n.state!s:<9} {why}{by}")
+    mine = report.mine
+    lines += [
+        "",
+        f"Your jobs ({report.user}): {mine.running_jobs} running with {mine.running_gpus} GPUs, "
+        f"{mine.pending_jobs} pending asking for {mine.pending_gpus} GPUs.",
+    ]
+    if report.limits:
+        lines += ["", "Limits:"]
+        for lim in report.limits:
+            used = "per job" if lim.used is None else f"{lim.used}/{lim.limit} used"
+            flag = "  REACHED: new jobs wait" if lim.reached else ""
+            lines.append(f"  {lim.scope}: {lim.kind} {lim.resource}={lim.limit} ({used}){flag}")
+    elif report.accounting:
+        lines += ["", "No QOS or account limits apply to you."]
+    for note in report.notes:
+        lines += ["", f"Note: {note}"]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Run ``capacity``.
+
+    Raises:
+        OperationFailed: the cluster could not be reached or did not list its nodes.
+    """
+    report = ctx.run(lambda backend: backend.capacity())
+    ctx.out(json.dumps(report.to_json(), indent=2) if args.json else format_report(report))
+    return 0

@@ -1,0 +1,801 @@
+"""The user's SLURM history and what each job cost, as pure functions.
+
+Nothing here does I/O. The history service sends :func:`history_command` (one page of one
+window: one remote command, never one per job) and hands the text back to
+:func:`parse_history_output`; :func:`usage_command` asks about a list of ids in one call (the
+finished attempts of our own jobs); :func:`summarize` turns a window's entries into the
+per-profile summary line.
+
+sacct facts (SLURM 22.05) that shaped the parser:
+
+- ``-P`` with our ``--delimiter`` gives one line per job allocation and one per step
+  (``13.batch``, ``13.extern``, ``13.0``); ``JobIDRaw`` is a plain integer for each
+  allocation, also for array tasks (``20_3`` → ``23``) and het components (``30+1`` → ``31``).
+  A pending array's meta row (``20_[4-999]``) shares the raw id of its array job.
+- ``TotalCPU`` is ``[D-][HH:]MM:SS.mmm``; ``MaxRSS`` only has values on step rows and carries a
+  unit suffix (``1234K``, ``12.50M``, ``2G``), a bare number being bytes.
+- ``Start``/``End`` are ``Unknown``/``None`` until they happen; ``State`` can carry a suffix
+  (``CANCELLED by 0`` when root or slurmctld cancelled it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tao_slurm_tui.core import quoting
+from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.slurm import (
+    SEP,
+    SLURM_ENV_VARS,
+    TERMINAL_STATES,
+    clean_time,
+    format_duration,
+    normalize_state,
+    parse_duration,
+)
+
+# ----------------------------------------------------------------------------------- fields
+
+HISTORY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("job_id", "JobID"),
+    ("raw_id", "JobIDRaw"),
+    ("state", "State"),
+    ("exit_code", "ExitCode"),
+    ("partition", "Partition"),
+    ("nodes", "NodeList"),
+    ("elapsed_raw", "ElapsedRaw"),
+    ("time_limit_raw", "TimelimitRaw"),
+    ("submit_time", "Submit"),
+    ("start_time", "Start"),
+    ("end_time", "End"),
+    ("alloc_cpus", "AllocCPUS"),
+    ("alloc_tres", "AllocTRES"),
+    ("total_cpu", "TotalCPU"),
+    ("max_rss", "MaxRSS"),
+    ("reason", "Reason"),
+    ("user", "User"),
+    ("work_dir", "WorkDir"),
+    ("name", "JobName"),
+)
+"""(key, sacct ``--format`` name) of every history column, in order. The job name, the one
+field a user types freely, comes last so a stray separator in it cannot shift the others."""
+
+_KEYS = tuple(key for key, _ in HISTORY_FIELDS)
+_STATE_COL = _KEYS.index("state") + 1
+_NAME_COL = len(_KEYS)
+
+MARK = "@@tao-history:"
+"""Prefix of the marker lines the history command prints."""
+
+FAILED_STATES: frozenset[str] = TERMINAL_STATES - {"COMPLETED"}
+"""Finished states whose resources count as lost in the summary (all but COMPLETED)."""
+
+KNOWN_STATES: frozenset[str] = TERMINAL_STATES | frozenset(
+    {"PENDING", "RUNNING", "REQUEUED", "SUSPENDED", "COMPLETING", "RESIZING"}
+)
+"""States ``history --state`` accepts (what sacct prints, first word)."""
+
+SHORT_LIMIT_FRACTION = 0.25
+"""A completed job that used less than this share of its time limit gets the hint to ask for
+less (shorter jobs backfill sooner)."""
+
+DEFAULT_PAGE_SIZE = 200
+"""Jobs per history page: one sacct call per page."""
+
+MAX_PAGE_SIZE = 5000
+
+# ----------------------------------------------------------------------------------- parsing
+
+_ALLOC_ID_RE = re.compile(r"^[0-9]+(?:_[0-9]+|_\[[0-9,\-%]+\]|\+[0-9]+)?(?:;\S+)?$")
+_STEP_ID_RE = re.compile(r"^([0-9]+(?:_[0-9]+|\+[0-9]+)?)\.[A-Za-z0-9_+\-]+(?:;\S+)?$")
+_GPU_TRES_RE = re.compile(r"(?:^|,)gres/gpu(?::[^=,]+)?=(\d+)")
+_GPU_UNTYPED_RE = re.compile(r"(?:^|,)gres/gpu=(\d+)")
+_RSS_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$", re.IGNORECASE)
+_RSS_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
+_TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S")
+
+
+def parse_cpu_time(text: str) -> float | None:
+    """Seconds in sacct's ``TotalCPU``/``UserCPU`` (``[D-][HH:]MM:SS[.mmm]``); None for ''.
+
+    ``00:19.876`` → 19.876, ``01:02:03`` → 3723, ``1-00:00:00`` → 86400.
+    """
+    whole, dot, fraction = text.strip().partition(".")
+    if ":" not in whole or (dot and not fraction.isdigit()):
+        return None
+    seconds = parse_duration(whole)
+    if seconds is None:
+        return None
+    return seconds + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def parse_memory(text: str) -> int | None:
+    """Bytes in sacct's ``MaxRSS`` (``1234K``, ``12.50M``, ``2G``; bare = bytes); None for ''."""
+    match = _RSS_RE.match(text.strip())
+    if not match:
+        return None
+    number, unit = match.groups()
+    return int(float(number) * _RSS_UNITS[unit.upper()])
+
+
+def format_memory(value: int | None) -> str:
+    """Bytes as a short human size (``1.5 GiB``, ``820 MiB``); None → ''."""
+    if value is None:
+        return ""
+    size, unit = float(value), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{size:.0f} {unit}" if unit in {"B", "KiB"} or size >= 100 else f"{size:.1f} {unit}"
+
+
+def gpus_from_tres(tres: str) -> int:
+    """Allocated GPUs in an ``AllocTRES`` string: ``cpu=8,gres/gpu=4,node=1`` → 4.
+
+    The untyped ``gres/gpu=N`` is the total; without it the typed counts
+    (``gres/gpu:a100=2``) are added up. No GPU entry → 0.
+    """
+    untyped = _GPU_UNTYPED_RE.search(tres)
+    if untyped:
+        return int(untyped.group(1))
+    return sum(int(m) for m in _GPU_TRES_RE.findall(tres))
+
+
+def parse_time(text: str) -> datetime | None:
+    """A SLURM timestamp (``2026-11-30T22:31:05``) as a naive datetime in the cluster's local
+    time; None for ``Unknown``/``None``/garbage."""
+    value = clean_time(text)
+    if not value:
+        return None
+    for fmt in _TIME_FORMATS:
+        try:
+            return datetime.strptime(value, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def _int(text: str) -> int | None:
+    value = text.strip()
+    return int(value) if value.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one job used, from its sacct allocation row and its step rows."""
+
+    elapsed_s: int | None = None
+    """Wall-clock run time in seconds (None before it started)."""
+    time_limit_s: int | None = None
+    """The job's time limit in seconds (None: unlimited or unknown)."""
+    alloc_cpus: int = 0
+    gpus: int = 0
+    """GPUs allocated to the whole job (all nodes), from ``AllocTRES``."""
+    total_cpu_s: float | None = None
+    """CPU time used by every process (user + system), in seconds."""
+    peak_rss_bytes: int | None = None
+    """Largest ``MaxRSS`` of the job's steps (one task's peak resident memory)."""
+    queue_wait_s: int | None = None
+    """Start minus submit, in seconds (None until it started)."""
+    finished: bool = False
+    """True when the job is in a finished state (the figures are final)."""
+    completed: bool = False
+    """True when it ended COMPLETED (the only end for which the time-limit hint is fair)."""
+
+    @property
+    def gpu_hours(self) -> float:
+        """Allocated GPUs x elapsed, in hours (0 without GPUs or before the start)."""
+        return self.gpus * (self.elapsed_s or 0) / 3600
+
+    @property
+    def cpu_hours(self) -> float:
+        """Allocated CPUs x elapsed, in hours."""
+        return self.alloc_cpus * (self.elapsed_s or 0) / 3600
+
+    @property
+    def cpu_efficiency(self) -> float | None:
+        """TotalCPU / (AllocCPUS x elapsed), 0..1 (may pass 1 slightly on rounding); None when
+        it cannot be known (no CPUs, not started, no CPU accounting)."""
+        if not self.alloc_cpus or not self.elapsed_s or self.total_cpu_s is None:
+            return None
+        return self.total_cpu_s / (self.alloc_cpus * self.elapsed_s)
+
+    @property
+    def limit_fraction(self) -> float | None:
+        """Elapsed / time limit (None when either is unknown)."""
+        if not self.time_limit_s or self.elapsed_s is None:
+            return None
+        return self.elapsed_s / self.time_limit_s
+
+    @property
+    def hint(self) -> str:
+        """Advice for the next submission ('' when there is none).
+
+        A job that completed in under a quarter of its limit asked for too much time: the
+        scheduler backfills short jobs into gaps, so a smaller limit starts sooner.
+        """
+        fraction = self.limit_fraction
+        if not self.completed or fraction is None or fraction >= SHORT_LIMIT_FRACTION:
+            return ""
+        assert self.elapsed_s is not None and self.time_limit_s is not None
+        suggest = suggested_limit(self.elapsed_s)
+        share = "under 1%" if fraction < 0.01 else f"{fraction:.0%}"
+        return (
+            f"used {share} of its {format_duration(self.time_limit_s)} time limit; "
+            f"ask for less (about {format_duration(suggest)}): it would start sooner"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-friendly figures (seconds, hours, fractions; None when unknown)."""
+        eff = self.cpu_efficiency
+        return {
+            "elapsed_s": self.elapsed_s,
+            "time_limit_s": self.time_limit_s,
+            "limit_fraction": _round(self.limit_fraction, 4),
+            "alloc_cpus": self.alloc_cpus,
+            "gpus": self.gpus,
+            "gpu_hours": round(self.gpu_hours, 4),
+            "cpu_hours": round(self.cpu_hours, 4),
+            "total_cpu_s": _round(self.total_cpu_s, 3),
+            "cpu_efficiency": _round(eff, 4),
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "queue_wait_s": self.queue_wait_s,
+            "hint": self.hint,
+        }
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def suggested_limit(elapsed_s: int) -> int:
+    """A time limit to ask for next time: 1.5 x the run, rounded up to 15 minutes."""
+    quarter = 15 * 60
+    return max(quarter, math.ceil(elapsed_s * 1.5 / quarter) * quarter)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One job allocation from sacct (array task, het component or plain job)."""
+
+    job_id: str
+    """As sacct prints it: ``13``, ``20_3``, ``30+1``, ``20_[4-999]`` (pending array)."""
+    raw_id: str
+    """``JobIDRaw``: the unique integer id (what scancel/sacct -j take for this row)."""
+    name: str
+    state: str
+    """First word (``CANCELLED``)."""
+    raw_state: str
+    """As printed (``CANCELLED by 0``)."""
+    exit_code: str = ""
+    partition: str = ""
+    nodes: str = ""
+    submit_time: str = ""
+    start_time: str = ""
+    end_time: str = ""
+    reason: str = ""
+    user: str = ""
+    work_dir: str = ""
+    alloc_tres: str = ""
+    usage: Usage = field(default_factory=Usage)
+    steps: tuple[str, ...] = ()
+    """Step ids seen (``batch``, ``extern``, ``0``)."""
+
+    @property
+    def finished(self) -> bool:
+        """True when the job has ended."""
+        return self.state in TERMINAL_STATES
+
+    @property
+    def cancelled_by(self) -> str:
+        """The uid after ``CANCELLED by`` ('' otherwise; ``0`` = root or SLURM itself)."""
+        match = re.match(r"^CANCELLED by (\S+)", self.raw_state)
+        return match.group(1) if match else ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``history --json`` object of this job."""
+        usage = self.usage.to_json()
+        return {
+            "slurm_job_id": self.job_id,
+            "raw_id": self.raw_id,
+            "name": self.name,
+            "state": self.state,
+            "raw_state": self.raw_state,
+            "exit_code": self.exit_code,
+            "partition": self.partition,
+            "nodes": self.nodes,
+            "submit": self.submit_time,
+            "start": self.start_time,
+            "end": self.end_time,
+            "elapsed": format_duration(self.usage.elapsed_s),
+            "time_limit": format_duration(self.usage.time_limit_s),
+            **usage,
+            "user": self.user,
+            "work_dir": self.work_dir,
+        }
+
+
+def _split(line: str) -> dict[str, str] | None:
+    parts = line.split(SEP, len(_KEYS) - 1)
+    if len(parts) < len(_KEYS):
+        return None
+    return dict(zip(_KEYS, (p.strip() for p in parts), strict=True))
+
+
+def parse_entries(text: str) -> tuple[list[HistoryEntry], list[str]]:
+    """Parse ``sacct -P --format`` :data:`HISTORY_FIELDS` output (allocations and steps).
+
+    Steps are folded into their allocation (peak memory, CPU time when the allocation row has
+    none). Lines that are not rows (error messages, garbage, a short line) are returned apart;
+    a step whose allocation is missing is ignored.
+
+    Returns:
+        (entries in output order, other lines)
+    """
+    allocs: dict[str, dict[str, str]] = {}
+    steps: dict[str, list[dict[str, str]]] = {}
+    messages: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        row = _split(line)
+        job_id = row["job_id"] if row else ""
+        if row is None:
+            messages.append(line.strip())
+        elif _ALLOC_ID_RE.match(job_id):
+            allocs.setdefault(job_id.split(";", 1)[0], row)
+        elif step := _STEP_ID_RE.match(job_id):
+            steps.setdefault(step.group(1), []).append(row)
+        else:
+            messages.append(line.strip())
+    entries = [_entry(job_id, row, steps.get(job_id, [])) for job_id, row in allocs.items()]
+    return entries, messages
+
+
+def _entry(job_id: str, row: Mapping[str, str], steps: Sequence[Mapping[str, str]]) -> HistoryEntry:
+    state = normalize_state(row["state"])
+    elapsed = _int(row["elapsed_raw"])
+    limit_min = _int(row["time_limit_raw"])
+    submit, start = parse_time(row["submit_time"]), parse_time(row["start_time"])
+    wait = int((start - submit).total_seconds()) if submit and start else None
+    total_cpu = parse_cpu_time(row["total_cpu"])
+    step_cpu = [c for s in steps if (c := parse_cpu_time(s["total_cpu"])) is not None]
+    if step_cpu and (total_cpu is None or total_cpu < sum(step_cpu)):
+        # Without accounting of the allocation itself the steps' sum is the best we have.
+        total_cpu = sum(step_cpu)
+    rss = [m for s in (row, *steps) if (m := parse_memory(s["max_rss"])) is not None]
+    usage = Usage(
+        elapsed_s=elapsed if (elapsed or start) else None,
+        time_limit_s=limit_min * 60 if limit_min else None,
+        alloc_cpus=_int(row["alloc_cpus"]) or 0,
+        gpus=gpus_from_tres(row["alloc_tres"]),
+        total_cpu_s=total_cpu,
+        peak_rss_bytes=max(rss) if rss else None,
+        queue_wait_s=max(0, wait) if wait is not None else None,
+        finished=state in TERMINAL_STATES,
+        completed=state == "COMPLETED",
+    )
+    return HistoryEntry(
+        job_id=job_id,
+        raw_id=row["raw_id"].split(";", 1)[0],
+        name=row["name"],
+        state=state,
+        raw_state=row["state"],
+        exit_code=row["exit_code"],
+        partition=row["partition"],
+        nodes="" if row["nodes"] in {"None assigned", "(null)"} else row["nodes"],
+        submit_time=clean_time(row["submit_time"]),
+        start_time=clean_time(row["start_time"]),
+        end_time=clean_time(row["end_time"]),
+        reason="" if row["reason"] in {"None", ""} else row["reason"],
+        user=row["user"],
+        work_dir=row["work_dir"],
+        alloc_tres=row["alloc_tres"],
+        usage=usage,
+        steps=tuple(s["job_id"].split(".", 1)[1].split(";", 1)[0] for s in steps),
+    )
+
+
+# ----------------------------------------------------------------------------------- queries
+
+_RELATIVE_RE = re.compile(r"^(\d{1,4})\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)$", re.I)
+_UNIT_WORDS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?$")
+
+
+def parse_since(text: str) -> str:
+    """Turn a user's ``--since`` into what ``sacct -S`` takes.
+
+    Relative spans (``7d``, ``12h``, ``2w``, ``30m``, ``3 days``) become ``now-7days`` so the
+    cluster's own clock decides; dates (``2026-11-01``, ``2026-11-01T08:00``) are passed as
+    they are (cluster local time, like sacct prints); ``today`` is midnight.
+
+    Raises:
+        ValueError: anything else (one sentence saying what works).
+    """
+    value = text.strip()
+    match = _RELATIVE_RE.match(value)
+    if match:
+        number, unit = match.groups()
+        return f"now-{int(number)}{_UNIT_WORDS[unit[0].lower()]}"
+    if value.lower() in {"today", "midnight"}:
+        return "midnight"
+    if _DATE_RE.match(value):
+        iso = value.replace(" ", "T")
+        try:
+            datetime.fromisoformat(iso)
+        except ValueError:
+            pass
+        else:
+            return iso
+    raise ValueError(
+        f"--since {text!r} is not a date or a span; use e.g. 7d, 12h, 2w, today or 2026-11-01"
+    )
+
+
+def parse_states(text: str) -> tuple[str, ...]:
+    """``failed,cancelled`` → ``("FAILED", "CANCELLED")``; '' → ().
+
+    Raises:
+        ValueError: a name that is not a SLURM job state.
+    """
+    states: list[str] = []
+    for item in text.split(","):
+        state = item.strip().upper()
+        if not state:
+            continue
+        if state == "CANCELED":
+            state = "CANCELLED"
+        if state not in KNOWN_STATES:
+            known = ", ".join(sorted(KNOWN_STATES))
+            raise ValueError(
+                f"--state {item.strip()!r} is not a SLURM job state; use one of {known}"
+            )
+        if state not in states:
+            states.append(state)
+    return tuple(states)
+
+
+def check_name_filter(text: str) -> str:
+    """The name filter, checked: printable, no backslash (awk would read it as an escape).
+
+    Raises:
+        ValueError: the filter has a control character or a backslash.
+    """
+    if any(ch == "\\" or not ch.isprintable() for ch in text) or len(text) > 200:
+        raise ValueError("the name filter may not contain backslashes or control characters")
+    return text
+
+
+@dataclass(frozen=True)
+class HistoryQuery:
+    """One page of one window of the user's history."""
+
+    since: str = "now-7days"
+    """``sacct -S`` value (see :func:`parse_since`)."""
+    until: str = ""
+    """``sacct -E`` value; '' = open-ended (see :func:`history_command`)."""
+    states: tuple[str, ...] = ()
+    """Only these states (first word), none = all."""
+    name: str = ""
+    """Only jobs whose name contains this (case-insensitive)."""
+    before: int | None = None
+    """Only jobs with ``JobIDRaw`` below this (the cursor of the next page)."""
+    limit: int = DEFAULT_PAGE_SIZE
+    """At most this many jobs (newest first)."""
+
+
+def _sacct_argv(*extra: str) -> list[str]:
+    fmt = ",".join(name for _, name in HISTORY_FIELDS)
+    return ["sacct", "-n", "-P", "--delimiter", SEP, "--format", fmt, *extra]
+
+
+def _preamble() -> list[str]:
+    # One line, no "!" or newline in the quoted script: csh-family login shells choke on both.
+    return [
+        f"unset {' '.join(SLURM_ENV_VARS)}",
+        "LC_ALL=C",
+        "export LC_ALL",
+        f"m={quoting.quote(MARK)}",
+        'u="$(id -un)"',
+    ]
+
+
+_FILTER_AWK = (
+    "BEGIN{n=0; sj=0; sf=0; sx=0; sg=0; sc2=0; lg=0; lc=0} "
+    'index($0,m)==1 {print "M" t $0; next} '
+    "NF==0 {next} "
+    'NF<nf {print "M" t m "msg " $0; next} '
+    '{d=index($2,"."); if(d==0){b=$2; s=$sc; sub(/ .*/,"",s); sub(/[+]$/,"",s); '
+    # The window's totals, over every allocation (only the first page asks for them).
+    'if(bf==""){g=0; x=$tr; if(match(x,/(^|,)gres[/]gpu=[0-9]+/)){y=substr(x,RSTART,RLENGTH); '
+    'sub(/.*=/,"",y); g=y+0} else {while(match(x,/gres[/]gpu:[^=,]+=[0-9]+/)){'
+    'y=substr(x,RSTART,RLENGTH); sub(/.*=/,"",y); g+=y; x=substr(x,RSTART+RLENGTH)}} '
+    "e=$er+0; sj++; sg+=g*e; sc2+=($ac+0)*e; "
+    'if(index(fin,"," s ",")>0) sf++; '
+    'if(index(lost,"," s ",")>0){sx++; lg+=g*e; lc+=($ac+0)*e}} '
+    "k=1; "
+    'if(st!="" && index(st,"," s ",")==0) k=0; '
+    'if(nm!="" && index(tolower($nc),nm)==0) k=0; '
+    'if(bf!="" && b+0>=bf+0) k=0; '
+    "if(k){keep[b]=1; n++}} else {b=substr($2,1,d-1)} "
+    "if(b in keep) print b t $0} "
+    'END{print "M" t m "total " n; '
+    'if(bf=="") printf "M%s%ssummary %d %d %d %.0f %.0f %.0f %.0f\\n", t, m, sj, sf, sx, sg, sc2, '
+    "lg, lc}"
+)
+"""Keeps allocation rows passing the filters and their steps, prefixed with their raw id so
+``sort`` can order them newest first; marker and message lines get an ``M`` key. On the first
+page it also totals the whole window (jobs, finished, failed, GPU- and CPU-seconds, lost
+GPU- and CPU-seconds) for :class:`Summary`: the same rules as :func:`summarize`."""
+
+_PAGE_AWK = (
+    "BEGIN{c=0; more=0} "
+    '$1=="M" {sub(/^M\\t/,""); print; next} '
+    "{b=$1; if(!(b in seen)){if(c>=lim){more=1; next} seen[b]=1; c++} "
+    'sub(/^[^\\t]*\\t/,""); print} '
+    'END{printf "%spage count=%d more=%d\\n", m, c, more}'
+)
+"""Takes the first ``lim`` jobs (with their steps) of the sorted stream."""
+
+
+def history_command(query: HistoryQuery) -> str:
+    """One remote command for one page of the user's history: a single ``sacct`` over the
+    window, filtered and cut to ``limit`` jobs on the cluster, so the reply stays small however
+    many jobs the window holds.
+
+    Output: the page's rows (allocations then their steps, newest job first), error lines as
+    ``@@tao-history:msg …``, and the markers ``@@tao-history:sacct rc=N``, ``…:total N`` (jobs
+    matching the filters in the window, before the cursor) and ``…:page count=N more=0|1``.
+
+    Raises:
+        ValueError: a bad limit or state.
+    """
+    if not 1 <= query.limit <= MAX_PAGE_SIZE:
+        raise ValueError(f"page size must be 1..{MAX_PAGE_SIZE}, not {query.limit}")
+    for state in query.states:
+        if state not in KNOWN_STATES:
+            raise ValueError(f"not a SLURM job state: {state!r}")
+    check_name_filter(query.name)
+    # Open-ended windows end an hour from now, not "now": sacct -E now leaves out a job that
+    # started in the very second of the query (seen on the sandbox right after a short job).
+    sacct = quoting.join(_sacct_argv("-S", query.since, "-E", query.until or "now+1hours"))
+    states = ("," + ",".join(query.states) + ",") if query.states else ""
+    filter_vars = [
+        "-v",
+        f"m={MARK}",
+        "-v",
+        f"nf={len(_KEYS)}",
+        "-v",
+        f"sc={_STATE_COL}",
+        "-v",
+        f"nc={_NAME_COL}",
+        "-v",
+        f"st={states}",
+        "-v",
+        f"nm={query.name.lower()}",
+        "-v",
+        f"bf={query.before if query.before is not None else ''}",
+        "-v",
+        f"tr={_KEYS.index('alloc_tres') + 1}",
+        "-v",
+        f"er={_KEYS.index('elapsed_raw') + 1}",
+        "-v",
+        f"ac={_KEYS.index('alloc_cpus') + 1}",
+        "-v",
+        "fin=," + ",".join(sorted(TERMINAL_STATES)) + ",",
+        "-v",
+        "lost=," + ",".join(sorted(FAILED_STATES)) + ",",
+    ]
+    pipeline = (
+        f'{{ {sacct} -u "$u" 2>&1; printf "\\n%ssacct rc=%s\\n" "$m" "$?"; }} | '
+        f"awk -F '\\t' -v t='\\t' {quoting.join(filter_vars)} {quoting.quote(_FILTER_AWK)} | "
+        "sort -t '\t' -k1,1nr -s | "
+        f"awk -F '\\t' -v lim={query.limit} -v m=\"$m\" {quoting.quote(_PAGE_AWK)}"
+    )
+    return quoting.join(["sh", "-c", "; ".join([*_preamble(), pipeline])])
+
+
+def usage_command(raw_ids: Iterable[str]) -> str:
+    """One remote command giving the history rows (with steps) of the listed SLURM ids.
+
+    Raises:
+        ValueError: an id is not a SLURM job id.
+    """
+    ids: list[str] = []
+    for job_id in raw_ids:
+        value = str(job_id).strip()
+        if not re.match(r"^[0-9]+(?:_[0-9]+)?$", value):
+            raise ValueError(f"not a SLURM job id: {job_id!r}")
+        if value not in ids:
+            ids.append(value)
+    if not ids:
+        raise ValueError("no job ids to ask sacct about")
+    sacct = quoting.join(_sacct_argv("-j", ",".join(ids)))
+    script = f'{sacct} 2>&1; printf "\\n%ssacct rc=%s\\n" "$m" "$?"'
+    return quoting.join(["sh", "-c", "; ".join([*_preamble(), script])])
+
+
+@dataclass
+class HistoryPage:
+    """The parsed reply of :func:`history_command` or :func:`usage_command`."""
+
+    entries: list[HistoryEntry] = field(default_factory=list)
+    """Newest first (history) or in sacct's order (usage)."""
+    total: int | None = None
+    """Jobs in the window matching the filters, from this page's cursor on."""
+    more: bool = False
+    """True when older jobs than this page exist in the window."""
+    sacct_rc: int | None = None
+    messages: list[str] = field(default_factory=list)
+    complete: bool = False
+    """True when the closing marker arrived."""
+    summary: Summary | None = None
+    """Totals over the whole window, every job (first page only; None on later pages)."""
+
+    @property
+    def next_before(self) -> int | None:
+        """The cursor of the next (older) page; None when this was the last."""
+        ids = [int(e.raw_id) for e in self.entries if e.raw_id.isdigit()]
+        return min(ids) if self.more and ids else None
+
+    @property
+    def error(self) -> str:
+        """One line describing a failure ('' when the page is usable)."""
+        if not self.complete:
+            return "the sacct output was cut short"
+        if self.sacct_rc not in (0, None):
+            detail = self.messages[0] if self.messages else f"rc {self.sacct_rc}"
+            return f"sacct failed: {detail}"
+        return ""
+
+
+def _parse_summary(text: str) -> Summary | None:
+    parts = text.split()
+    if len(parts) != 7 or not all(p.isdigit() for p in parts):
+        return None
+    jobs, finished, failed, gpu_s, cpu_s, lost_gpu_s, lost_cpu_s = (int(p) for p in parts)
+    return Summary(
+        jobs=jobs,
+        finished=finished,
+        failed=failed,
+        gpu_hours=gpu_s / 3600,
+        cpu_hours=cpu_s / 3600,
+        lost_gpu_hours=lost_gpu_s / 3600,
+        lost_cpu_hours=lost_cpu_s / 3600,
+    )
+
+
+_PAGE_RE = re.compile(r"^page count=(\d+) more=([01])$")
+
+
+def parse_history_output(text: str, *, paged: bool = True) -> HistoryPage:
+    """Parse what :func:`history_command` (``paged``) or :func:`usage_command` printed."""
+    page = HistoryPage()
+    body: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith(MARK):
+            body.append(line)
+            continue
+        rest = line[len(MARK) :].strip()
+        if rest.startswith("sacct rc="):
+            value = rest.removeprefix("sacct rc=")
+            page.sacct_rc = int(value) if value.lstrip("-").isdigit() else None
+            page.complete = page.complete or not paged
+        elif rest.startswith("total "):
+            value = rest.removeprefix("total ")
+            page.total = int(value) if value.isdigit() else None
+        elif rest.startswith("msg "):
+            body.append(rest.removeprefix("msg "))
+        elif rest.startswith("summary "):
+            page.summary = _parse_summary(rest.removeprefix("summary "))
+        elif paged and (match := _PAGE_RE.match(rest)):
+            page.more = match.group(2) == "1"
+            page.complete = True
+    page.entries, page.messages = parse_entries("\n".join(body))
+    return page
+
+
+# ----------------------------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Totals over a window: the per-profile line of the history view."""
+
+    jobs: int = 0
+    finished: int = 0
+    failed: int = 0
+    """Finished jobs that did not complete (failed, cancelled, timed out, node failure...)."""
+    gpu_hours: float = 0.0
+    cpu_hours: float = 0.0
+    lost_gpu_hours: float = 0.0
+    lost_cpu_hours: float = 0.0
+    window: str = ""
+    """Words for the window (``last 7 days``)."""
+
+    @property
+    def lost_fraction(self) -> float:
+        """Share of GPU-hours (CPU-hours when no job had a GPU) spent on jobs that failed or
+        were cancelled."""
+        if self.gpu_hours > 0:
+            return self.lost_gpu_hours / self.gpu_hours
+        return self.lost_cpu_hours / self.cpu_hours if self.cpu_hours > 0 else 0.0
+
+    @property
+    def text(self) -> str:
+        """``last 7 days: 41 jobs, 312 GPU-hours, 18 % lost to failed or cancelled jobs``."""
+        head = f"{self.window}: " if self.window else ""
+        jobs = f"{self.jobs} job" + ("" if self.jobs == 1 else "s")
+        if self.gpu_hours > 0:
+            hours = f"{_hours(self.gpu_hours)} GPU-hours"
+        else:
+            hours = f"{_hours(self.cpu_hours)} CPU-hours (no GPUs)"
+        lost = f"{self.lost_fraction * 100:.0f} % lost to failed or cancelled jobs"
+        return f"{head}{jobs}, {hours}, {lost}"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-friendly totals."""
+        return {
+            "window": self.window,
+            "jobs": self.jobs,
+            "finished": self.finished,
+            "failed": self.failed,
+            "gpu_hours": round(self.gpu_hours, 4),
+            "cpu_hours": round(self.cpu_hours, 4),
+            "lost_fraction": round(self.lost_fraction, 4),
+            "text": self.text,
+        }
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def summarize(entries: Iterable[HistoryEntry], window: str = "") -> Summary:
+    """Totals of ``entries`` (every job of the window, not one page)."""
+    jobs = finished = failed = 0
+    gpu = cpu = lost_gpu = lost_cpu = 0.0
+    for entry in entries:
+        jobs += 1
+        gpu += entry.usage.gpu_hours
+        cpu += entry.usage.cpu_hours
+        if entry.finished:
+            finished += 1
+        if entry.state in FAILED_STATES:
+            failed += 1
+            lost_gpu += entry.usage.gpu_hours
+            lost_cpu += entry.usage.cpu_hours
+    return Summary(jobs, finished, failed, gpu, cpu, lost_gpu, lost_cpu, window)
+
+
+def window_words(since: str) -> str:
+    """``now-7days`` → ``last 7 days``; ``midnight`` → ``today``; a date → ``since <date>``."""
+    match = re.match(r"^now-(\d+)(minutes|hours|days|weeks)$", since)
+    if match:
+        number, unit = int(match.group(1)), match.group(2)
+        return f"last {number} {unit[:-1] if number == 1 else unit}"
+    if since == "midnight":
+        return "today"
+    return f"since {since}"
+
+
+def links_by_slurm_id(jobs: Iterable[JobRecord]) -> dict[str, JobRecord]:
+    """Our TAO records by every SLURM id they were submitted under (retries too)."""
+    linked: dict[str, JobRecord] = {}
+    for job in jobs:
+        for attempt in job.attempts:
+            if attempt.slurm_job_id:
+                linked[attempt.slurm_job_id] = job
+    return linked
+
+
+def linked_record(entry: HistoryEntry, links: Mapping[str, JobRecord]) -> JobRecord | None:
+    """The TAO record ``entry`` belongs to, if this tool submitted it."""
+    return links.get(entry.raw_id) or links.get(entry.job_id)

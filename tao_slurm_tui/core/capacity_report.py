@@ -1,0 +1,486 @@
+"""Capacity numbers people read, added up from one refresh's parsed records (pure).
+
+Per partition: GPUs total / allocated / free by type, nodes by state (down and drained ones with
+their reason), the largest free block on one node, CPUs and memory free, running and pending
+jobs with their GPUs. For the user: their running and pending GPUs, and the QOS / association
+limits the site sets, against current use. :meth:`CapacityReport.to_json` is the
+``capacity --json`` contract.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tao_slurm_tui.core.capacity import (
+    Association,
+    CapacityRaw,
+    GpuCounts,
+    Job,
+    Node,
+    NodeState,
+    Partition,
+)
+
+UNTYPED = ""
+"""Key of GPUs configured without a type (``gpu:4``)."""
+
+
+def type_label(kind: str) -> str:
+    """How a GPU type is shown: the type, or ``gpu`` for untyped ones."""
+    return kind or "gpu"
+
+
+@dataclass(frozen=True)
+class GpuTypeCapacity:
+    """GPUs of one type in a partition."""
+
+    kind: str
+    """The GRES type (``a100``); '' for untyped."""
+    total: int
+    """Configured on every node of the partition."""
+    allocated: int
+    free: int
+    """Not allocated, on nodes that accept jobs."""
+    unavailable: int
+    """Not allocated, on down or drained nodes."""
+
+
+@dataclass(frozen=True)
+class FreeBlock:
+    """The most GPUs one node can give a new job right now."""
+
+    gpus: int
+    node: str
+    kind: str
+    cpus_free: int
+    mem_free_mb: int
+
+
+@dataclass(frozen=True)
+class PartitionCapacity:
+    """Everything the capacity view shows for one partition."""
+
+    name: str
+    default: bool
+    state: str
+    max_time: str
+    nodes: dict[NodeState, int]
+    """Node count per state (every state present, zeros included)."""
+    gpu_types: list[GpuTypeCapacity]
+    largest_block: FreeBlock | None
+    """None when no node has a free GPU."""
+    cpus_total: int
+    cpus_free: int
+    """On nodes that accept jobs."""
+    mem_total_mb: int
+    mem_free_mb: int
+    running_jobs: int
+    running_gpus: int
+    pending_jobs: int
+    pending_gpus: int
+
+    @property
+    def gpus_total(self) -> int:
+        """Configured GPUs of every type."""
+        return sum(t.total for t in self.gpu_types)
+
+    @property
+    def gpus_allocated(self) -> int:
+        """Allocated GPUs of every type."""
+        return sum(t.allocated for t in self.gpu_types)
+
+    @property
+    def gpus_free(self) -> int:
+        """Free GPUs (usable nodes only) of every type."""
+        return sum(t.free for t in self.gpu_types)
+
+    @property
+    def gpus_unavailable(self) -> int:
+        """Unallocated GPUs on down or drained nodes."""
+        return sum(t.unavailable for t in self.gpu_types)
+
+
+@dataclass(frozen=True)
+class UnavailableNode:
+    """A down, drained or draining node and why."""
+
+    name: str
+    state: NodeState
+    raw_state: str
+    reason: str
+    by: str
+    since: str
+    partitions: tuple[str, ...]
+    gpus: int
+
+
+@dataclass(frozen=True)
+class MyShare:
+    """The user's own jobs."""
+
+    running_jobs: int = 0
+    running_gpus: int = 0
+    pending_jobs: int = 0
+    pending_gpus: int = 0
+
+
+@dataclass(frozen=True)
+class LimitUse:
+    """One limit the site set, against what is in use now."""
+
+    scope: str
+    """Where it is set: ``QOS normal``, ``account tao``, ``association tao/alice``."""
+    kind: str
+    """``GrpTRES`` (the group's total), ``MaxTRESPerUser``, ``MaxTRES`` (per job),
+    ``GrpJobs``, ``MaxJobsPerUser``, ``MaxJobs``."""
+    resource: str
+    """``gres/gpu``, ``cpu``, ``node``, ``mem`` or ``jobs``."""
+    limit: int
+    used: int | None
+    """Current use the limit counts (None for per-job limits, which nothing accumulates)."""
+
+    @property
+    def reached(self) -> bool:
+        """Use is at (or over) the limit: new jobs under it will pend."""
+        return self.used is not None and self.used >= self.limit
+
+
+@dataclass(frozen=True)
+class CapacityReport:
+    """The capacity of one cluster as one refresh saw it."""
+
+    user: str
+    partitions: list[PartitionCapacity]
+    unavailable: list[UnavailableNode]
+    mine: MyShare
+    limits: list[LimitUse]
+    accounting: bool
+    gpus_free: int = 0
+    """Free GPUs on the whole cluster (each node once, whatever its partitions)."""
+    notes: list[str] = field(default_factory=list)
+
+    def partition(self, name: str) -> PartitionCapacity | None:
+        """The partition called ``name``, if the cluster has it."""
+        return next((p for p in self.partitions if p.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``capacity --json`` object."""
+        return {
+            "user": self.user,
+            "gpus_free": self.gpus_free,
+            "partitions": [_partition_json(p) for p in self.partitions],
+            "unavailable_nodes": [
+                {
+                    "node": n.name,
+                    "state": str(n.state),
+                    "slurm_state": n.raw_state,
+                    "reason": n.reason,
+                    "by": n.by,
+                    "since": n.since,
+                    "partitions": list(n.partitions),
+                    "gpus": n.gpus,
+                }
+                for n in self.unavailable
+            ],
+            "mine": {
+                "running_jobs": self.mine.running_jobs,
+                "running_gpus": self.mine.running_gpus,
+                "pending_jobs": self.mine.pending_jobs,
+                "pending_gpus": self.mine.pending_gpus,
+            },
+            "limits": [
+                {
+                    "scope": lim.scope,
+                    "kind": lim.kind,
+                    "resource": lim.resource,
+                    "limit": lim.limit,
+                    "used": lim.used,
+                    "reached": lim.reached,
+                }
+                for lim in self.limits
+            ],
+            "accounting": self.accounting,
+            "notes": list(self.notes),
+        }
+
+
+def _partition_json(p: PartitionCapacity) -> dict[str, Any]:
+    block = p.largest_block
+    return {
+        "name": p.name,
+        "default": p.default,
+        "state": p.state,
+        "max_time": p.max_time,
+        "nodes": {str(state): count for state, count in p.nodes.items()},
+        "gpus": {
+            "total": p.gpus_total,
+            "allocated": p.gpus_allocated,
+            "free": p.gpus_free,
+            "unavailable": p.gpus_unavailable,
+            "by_type": {
+                type_label(t.kind): {
+                    "total": t.total,
+                    "allocated": t.allocated,
+                    "free": t.free,
+                    "unavailable": t.unavailable,
+                }
+                for t in p.gpu_types
+            },
+        },
+        "largest_free_block": None
+        if block is None
+        else {
+            "gpus": block.gpus,
+            "node": block.node,
+            "type": type_label(block.kind),
+            "cpus_free": block.cpus_free,
+            "mem_free_mb": block.mem_free_mb,
+        },
+        "cpus": {"total": p.cpus_total, "free": p.cpus_free},
+        "memory_mb": {"total": p.mem_total_mb, "free": p.mem_free_mb},
+        "running": {"jobs": p.running_jobs, "gpus": p.running_gpus},
+        "pending": {"jobs": p.pending_jobs, "gpus": p.pending_gpus},
+    }
+
+
+# ----------------------------------------------------------------------------------- adding up
+
+
+def _derive_alloc(nodes: list[Node], jobs: Iterable[Job]) -> dict[str, GpuCounts]:
+    """GPUs allocated per node from running jobs, for nodes that do not report it."""
+    wanted = {n.name for n in nodes if n.gpus_alloc is None}
+    alloc: dict[str, Counter[str]] = {}
+    if not wanted:
+        return {}
+    for job in jobs:
+        if not job.running or not job.gpus_per_node:
+            continue
+        for host in job.node_list:
+            if host in wanted:
+                alloc.setdefault(host, Counter()).update(job.gpus_per_node)
+    by_name = {n.name: n for n in nodes}
+    derived: dict[str, GpuCounts] = {}
+    for name in wanted:
+        counts = dict(alloc.get(name, Counter()))
+        configured = by_name[name].gpus
+        if UNTYPED in counts and UNTYPED not in configured and len(configured) == 1:
+            (kind,) = configured
+            counts[kind] = counts.get(kind, 0) + counts.pop(UNTYPED)
+        derived[name] = counts
+    return derived
+
+
+def _free_by_type(node: Node, alloc: GpuCounts) -> GpuCounts:
+    return {k: max(0, v - alloc.get(k, 0)) for k, v in node.gpus.items()}
+
+
+def _block(node: Node, alloc: GpuCounts) -> FreeBlock | None:
+    """The node's biggest same-type free block, if it can take a job (a free CPU too)."""
+    if not node.state.usable or node.cpus_free <= 0:
+        return None
+    free = _free_by_type(node, alloc)
+    if not free:
+        return None
+    kind, gpus = max(free.items(), key=lambda kv: (kv[1], kv[0]))
+    if gpus <= 0:
+        return None
+    return FreeBlock(gpus, node.name, kind, node.cpus_free, node.mem_free_mb)
+
+
+def _better(a: FreeBlock | None, b: FreeBlock | None) -> FreeBlock | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    # More GPUs first; then more CPUs and memory; on a tie the first node (stable answer).
+    key_a, key_b = (a.gpus, a.cpus_free, a.mem_free_mb), (b.gpus, b.cpus_free, b.mem_free_mb)
+    return b if key_b > key_a else a
+
+
+def _partition_capacity(
+    part: Partition, members: list[Node], alloc: dict[str, GpuCounts], jobs: list[Job]
+) -> PartitionCapacity:
+    states = dict.fromkeys(NodeState, 0)
+    totals: dict[str, list[int]] = {}
+    block: FreeBlock | None = None
+    cpus_total = cpus_free = mem_total = mem_free = 0
+    for node in members:
+        states[node.state] += 1
+        node_alloc = alloc[node.name]
+        for kind, count in node.gpus.items():
+            row = totals.setdefault(kind, [0, 0, 0, 0])
+            used = min(count, node_alloc.get(kind, 0))
+            row[0] += count
+            row[1] += used
+            row[2 if node.state.usable else 3] += count - used
+        cpus_total += node.cpus_total
+        mem_total += node.mem_total_mb
+        if node.state.usable:
+            cpus_free += node.cpus_free
+            mem_free += node.mem_free_mb
+        block = _better(block, _block(node, node_alloc))
+    running = [j for j in jobs if j.running and part.name in j.partitions]
+    pending = [j for j in jobs if not j.running and part.name in j.partitions]
+    return PartitionCapacity(
+        name=part.name,
+        default=part.default,
+        state=part.state,
+        max_time=part.max_time,
+        nodes=states,
+        gpu_types=[
+            GpuTypeCapacity(kind, *row)
+            for kind, row in sorted(totals.items(), key=lambda kv: kv[0])
+        ],
+        largest_block=block,
+        cpus_total=cpus_total,
+        cpus_free=cpus_free,
+        mem_total_mb=mem_total,
+        mem_free_mb=mem_free,
+        running_jobs=sum(j.tasks for j in running),
+        running_gpus=sum(j.gpus for j in running),
+        pending_jobs=sum(j.tasks for j in pending),
+        pending_gpus=sum(j.gpus for j in pending),
+    )
+
+
+def _job_tres(job: Job) -> dict[str, int]:
+    return {"gres/gpu": job.gpus, "cpu": job.cpus * job.tasks, "node": job.nodes * job.tasks}
+
+
+def _sum_tres(jobs: Iterable[Job], resource: str) -> int:
+    return sum(_job_tres(j).get(resource, 0) for j in jobs)
+
+
+_SHOWN_TRES = ("gres/gpu", "cpu", "node", "mem")
+
+
+def _tres_limits(
+    scope: str, kind: str, tres: dict[str, int], jobs: list[Job] | None
+) -> list[LimitUse]:
+    out = []
+    for resource in _SHOWN_TRES:
+        if resource not in tres:
+            continue
+        # Memory use is not in squeue's fixed format: show the limit, not a guess at use.
+        used = None if jobs is None or resource == "mem" else _sum_tres(jobs, resource)
+        out.append(LimitUse(scope, kind, resource, tres[resource], used))
+    return out
+
+
+def _limits(raw: CapacityRaw) -> list[LimitUse]:
+    running = [j for j in raw.jobs if j.running]
+    mine = [j for j in running if j.user == raw.user]
+    limits: list[LimitUse] = []
+    my_assocs = [a for a in raw.associations if a.user == raw.user]
+    my_accounts = {a.account for a in my_assocs}
+    # The QOS the user may run under (empty: every QOS the site lists may matter).
+    allowed_qos = {q for a in my_assocs for q in a.qos}
+    for qos in raw.qos:
+        if allowed_qos and qos.name not in allowed_qos:
+            continue
+        scope = f"QOS {qos.name}"
+        in_qos = [j for j in running if j.qos == qos.name]
+        my_in_qos = [j for j in mine if j.qos == qos.name]
+        limits += _tres_limits(scope, "GrpTRES", qos.grp_tres, in_qos)
+        limits += _tres_limits(scope, "MaxTRESPerUser", qos.max_tres_per_user, my_in_qos)
+        limits += _tres_limits(scope, "MaxTRES", qos.max_tres_per_job, None)
+        if qos.grp_jobs is not None:
+            limits.append(LimitUse(scope, "GrpJobs", "jobs", qos.grp_jobs, len(in_qos)))
+        if qos.max_jobs_per_user is not None:
+            limits.append(
+                LimitUse(scope, "MaxJobsPerUser", "jobs", qos.max_jobs_per_user, len(my_in_qos))
+            )
+    for assoc in raw.associations:
+        if assoc.account not in my_accounts or assoc.user not in ("", raw.user):
+            continue
+        limits += _assoc_limits(assoc, running, raw.user)
+    return [lim for lim in limits if lim.limit >= 0]
+
+
+def _assoc_limits(assoc: Association, running: list[Job], user: str) -> list[LimitUse]:
+    where = f"/{assoc.partition}" if assoc.partition else ""
+    scope = (
+        f"association {assoc.account}/{assoc.user}{where}"
+        if assoc.user
+        else f"account {assoc.account}{where}"
+    )
+    counted = [
+        j
+        for j in running
+        if j.account == assoc.account
+        and (not assoc.user or j.user == user)
+        and (not assoc.partition or assoc.partition in j.partitions)
+    ]
+    out = _tres_limits(scope, "GrpTRES", assoc.grp_tres, counted)
+    out += _tres_limits(scope, "MaxTRES", assoc.max_tres_per_job, None)
+    if assoc.grp_jobs is not None:
+        out.append(LimitUse(scope, "GrpJobs", "jobs", assoc.grp_jobs, len(counted)))
+    if assoc.max_jobs is not None and assoc.user:
+        out.append(LimitUse(scope, "MaxJobs", "jobs", assoc.max_jobs, len(counted)))
+    return out
+
+
+def build_report(raw: CapacityRaw) -> CapacityReport:
+    """Add up one refresh.
+
+    Partitions come in ``scontrol``'s order; a partition the nodes name but ``scontrol show
+    partition`` did not list (it failed, or the partition is hidden) is still shown.
+    """
+    alloc: dict[str, GpuCounts] = {
+        n.name: n.gpus_alloc for n in raw.nodes if n.gpus_alloc is not None
+    }
+    alloc.update(_derive_alloc(raw.nodes, raw.jobs))
+    partitions = list(raw.partitions)
+    known = {p.name for p in partitions}
+    for node in raw.nodes:
+        for name in node.partitions:
+            if name not in known:
+                known.add(name)
+                partitions.append(Partition(name, False, "UP", "", ()))
+    by_partition: dict[str, list[Node]] = {p.name: [] for p in partitions}
+    by_name = {n.name: n for n in raw.nodes}
+    for part in partitions:
+        members = [by_name[n] for n in part.nodes if n in by_name]
+        seen = {n.name for n in members}
+        members += [n for n in raw.nodes if part.name in n.partitions and n.name not in seen]
+        by_partition[part.name] = members
+    capacities = [_partition_capacity(p, by_partition[p.name], alloc, raw.jobs) for p in partitions]
+    unavailable = [
+        UnavailableNode(
+            n.name,
+            n.state,
+            n.raw_state,
+            n.reason,
+            n.reason_by,
+            n.reason_time,
+            n.partitions,
+            sum(n.gpus.values()),
+        )
+        for n in raw.nodes
+        if not n.state.usable
+    ]
+    mine_running = [j for j in raw.jobs if j.running and j.user == raw.user]
+    mine_pending = [j for j in raw.jobs if not j.running and j.user == raw.user]
+    mine = MyShare(
+        running_jobs=sum(j.tasks for j in mine_running),
+        running_gpus=sum(j.gpus for j in mine_running),
+        pending_jobs=sum(j.tasks for j in mine_pending),
+        pending_gpus=sum(j.gpus for j in mine_pending),
+    )
+    free = sum(sum(_free_by_type(n, alloc[n.name]).values()) for n in raw.nodes if n.state.usable)
+    notes = list(raw.notes)
+    if raw.skipped:
+        notes.append(f"{raw.skipped} line(s) of SLURM's answer could not be read and were skipped.")
+    return CapacityReport(
+        user=raw.user,
+        partitions=capacities,
+        unavailable=unavailable,
+        mine=mine,
+        limits=_limits(raw),
+        accounting=raw.accounting,
+        notes=notes,
+        gpus_free=free,
+    )

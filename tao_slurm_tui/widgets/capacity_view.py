@@ -1,0 +1,183 @@
+"""A cluster's capacity: per-partition GPUs, the largest free block, out-of-service nodes, limits.
+
+:class:`CapacityView` shows one :class:`~tao_slurm_tui.core.capacity_report.CapacityReport`;
+the table is updated by row key (never cleared), so the cursor stays where it was.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import getters
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Static
+from textual.widgets.data_table import RowDoesNotExist
+
+from tao_slurm_tui.core.capacity import NodeState
+from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
+
+BAR_WIDTH = 10
+"""Cells of the free-GPU bar."""
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("partition", "Partition"),
+    ("free", "GPUs free"),
+    ("bar", "▮used ▯free"),
+    ("block", "Largest free block"),
+    ("types", "By type free/total"),
+    ("nodes", "Nodes i/m/a/out"),
+    ("cpus", "CPUs free"),
+    ("mem", "Mem free"),
+    ("pending", "Pending"),
+)
+"""Column keys and titles of the partition table."""
+
+
+def gpu_bar(p: PartitionCapacity, width: int = BAR_WIDTH) -> Text:
+    """Allocated, free and out-of-service GPUs as one bar (``▮`` used, ``▯`` free, ``x`` out)."""
+    total = p.gpus_total
+    if total == 0:
+        return Text("no GPUs", style="dim")
+    used = round(width * p.gpus_allocated / total)
+    out = round(width * p.gpus_unavailable / total)
+    free = max(0, width - used - out)
+    bar = Text()
+    bar.append("▮" * used, style="bold yellow")
+    bar.append("▯" * free, style="bold green")
+    bar.append("x" * out, style="red")
+    return bar
+
+
+def _mem(mb: int) -> str:
+    return f"{mb / 1024:.0f} GiB" if mb >= 1024 else f"{mb} MiB"
+
+
+def partition_cells(p: PartitionCapacity) -> dict[str, Text]:
+    """The table's cells for one partition."""
+    n = p.nodes
+    out = n[NodeState.DRAINED] + n[NodeState.DRAINING] + n[NodeState.DOWN]
+    block = p.largest_block
+    free_style = "bold green" if p.gpus_free else "dim"
+    return {
+        "partition": Text(p.name + (" *" if p.default else ""), style="bold"),
+        "free": Text(f"{p.gpus_free}/{p.gpus_total}", style=free_style),
+        "bar": gpu_bar(p),
+        "types": Text(
+            ", ".join(f"{type_label(t.kind)} {t.free}/{t.total}" for t in p.gpu_types) or "-"
+        ),
+        "block": Text(f"{block.gpus} × {type_label(block.kind)} on {block.node}")  # noqa: RUF001
+        if block
+        else Text("none", style="dim"),
+        "nodes": Text(
+            f"{n[NodeState.IDLE]}/{n[NodeState.MIXED]}/{n[NodeState.ALLOCATED]}/{out}",
+            style="red" if out else "",
+        ),
+        "cpus": Text(f"{p.cpus_free}/{p.cpus_total}"),
+        "mem": Text(_mem(p.mem_free_mb)),
+        "pending": Text(f"{p.pending_jobs} ({p.pending_gpus} GPUs)"),
+    }
+
+
+def summary_text(report: CapacityReport) -> Text:
+    """The line above the table: free GPUs on the cluster and the user's share."""
+    mine = report.mine
+    text = Text()
+    text.append(f"{report.gpus_free} GPUs free", style="bold green" if report.gpus_free else "")
+    text.append(
+        f" · you ({report.user}): {mine.running_jobs} running ({mine.running_gpus} GPUs), "
+        f"{mine.pending_jobs} pending ({mine.pending_gpus} GPUs)"
+    )
+    return text
+
+
+def unavailable_text(report: CapacityReport) -> Text:
+    """Down / drained / draining nodes with their reason."""
+    if not report.unavailable:
+        return Text("Every node takes jobs.", style="dim")
+    text = Text()
+    for i, n in enumerate(report.unavailable):
+        if i:
+            text.append("\n")
+        text.append(f"{n.name} ", style="bold")
+        text.append(str(n.state), style="red" if n.state is NodeState.DOWN else "yellow")
+        text.append(f": {n.reason or 'no reason given'}")
+        if n.by:
+            text.append(f" ({n.by}, {n.since})", style="dim")
+    return text
+
+
+def limits_text(report: CapacityReport) -> Text:
+    """QOS and association limits against use; reached ones stand out."""
+    if not report.accounting:
+        return Text("Accounting did not answer: limits unknown.", style="dim")
+    if not report.limits:
+        return Text("No QOS or account limit applies to you.", style="dim")
+    text = Text()
+    for i, lim in enumerate(report.limits):
+        if i:
+            text.append("\n")
+        used = "per job" if lim.used is None else f"{lim.used}/{lim.limit}"
+        text.append(f"{lim.scope} ", style="bold")
+        text.append(f"{lim.kind} {lim.resource}: {used}")
+        if lim.reached:
+            text.append("  reached: new jobs wait", style="bold red")
+    return text
+
+
+class CapacityView(Vertical):
+    """Summary line, partition table, and two panes: nodes out of service, limits."""
+
+    table = getters.query_one("#cap-table", DataTable)
+    summary = getters.query_one("#cap-summary", Static)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """Create an empty view (:meth:`show` fills it)."""
+        super().__init__(id=id)
+        self.report: CapacityReport | None = None
+
+    def compose(self) -> ComposeResult:
+        """The parts, empty until the first report."""
+        yield Static("Reading the cluster's capacity…", id="cap-summary")
+        yield DataTable(id="cap-table", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="cap-bottom"):
+            with VerticalScroll(id="cap-out"):
+                yield Static(id="cap-out-text")
+            with VerticalScroll(id="cap-limits"):
+                yield Static(id="cap-limits-text")
+
+    def on_mount(self) -> None:
+        """Columns and pane titles."""
+        for key, title in COLUMNS:
+            self.table.add_column(title, key=key)
+        self.table.border_title = "Partitions (* default)"
+        self.query_one("#cap-out").border_title = "Nodes out of service"
+        self.query_one("#cap-limits").border_title = "Your limits"
+
+    def show(self, report: CapacityReport) -> None:
+        """Show ``report``: rows updated in place by partition name."""
+        self.report = report
+        self.summary.remove_class("-error")
+        self.summary.update(summary_text(report))
+        wanted = [p.name for p in report.partitions]
+        for key in [str(k.value) for k in self.table.rows]:
+            if key not in wanted:
+                self.table.remove_row(key)
+        for p in report.partitions:
+            cells = partition_cells(p)
+            try:
+                self.table.get_row_index(p.name)
+            except RowDoesNotExist:
+                self.table.add_row(*(cells[k] for k, _ in COLUMNS), key=p.name)
+                continue
+            for key, _ in COLUMNS:
+                self.table.update_cell(p.name, key, cells[key])
+        self.query_one("#cap-out-text", Static).update(unavailable_text(report))
+        self.query_one("#cap-limits-text", Static).update(limits_text(report))
+        if report.notes:
+            self.summary.update(summary_text(report).append("\n" + " ".join(report.notes)))
+
+    def show_error(self, message: str) -> None:
+        """The refresh failed: say so, keep the last numbers."""
+        self.summary.add_class("-error")
+        stale = " (the numbers below are from the last refresh)" if self.report else ""
+        self.summary.update(f"Could not refresh: {message}{stale}")

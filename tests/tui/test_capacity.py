@@ -1,0 +1,246 @@
+"""Pilot tests and snapshots: the capacity screen, the all-clusters overview, the composer's
+start estimate — on the fake back end (its cluster: services/fake_capacity.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input, Static
+
+from tao_slurm_tui.app import TaoSlurmApp, make_app
+from tao_slurm_tui.config import Settings
+from tao_slurm_tui.screens.capacity import CapacityScreen
+from tao_slurm_tui.screens.composer import ComposerScreen
+from tao_slurm_tui.screens.overview import OverviewScreen
+from tao_slurm_tui.screens.queue import QueueScreen
+from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.fake import FakeBackend, fake_profile
+from tests.tui.conftest import SIZE, frozen
+from tests.tui.test_composer import GOOD
+from tests.tui.waits import settle, shown, wait_for
+
+SMALL = (80, 24)
+LARGE = (160, 45)
+DOWN = (
+    "Could not connect to any login host on port 22 (lab-login: timed out); check the host "
+    "names, the port and your network or VPN."
+)
+
+
+class Clusters:
+    """Fake back ends of three profiles; ``lab-small`` cannot be reached."""
+
+    def __init__(self) -> None:
+        self.built: list[str] = []
+
+    def __call__(self, name: str) -> Backend:
+        self.built.append(name)
+        others = {n: fake_profile() for n in ("dgx-east", "lab-small", "fake")}
+        backend = FakeBackend(clock=frozen, profile_name=name, other_profiles=others)
+        if name == "lab-small":
+            backend.capacity_error = DOWN
+        return backend
+
+
+def _app(factory: Clusters | None = None) -> TaoSlurmApp:
+    factory = factory or Clusters()
+    return make_app(
+        factory("fake"),
+        settings=Settings(poll_interval=3600),
+        clock=frozen,
+        cursor_blink=False,
+        backend_factory=factory,
+    )
+
+
+async def _capacity(pilot: Pilot[Any]) -> CapacityScreen:
+    await shown(pilot, QueueScreen)
+    await settle(pilot)
+    await pilot.press("p")
+    screen: CapacityScreen = await shown(pilot, CapacityScreen)
+    await wait_for(pilot, lambda: screen.view.report is not None, "the first capacity")
+    await settle(pilot)
+    return screen
+
+
+async def _overview(pilot: Pilot[Any]) -> OverviewScreen:
+    await shown(pilot, QueueScreen)
+    await settle(pilot)
+    await pilot.press("a")
+    screen: OverviewScreen = await shown(pilot, OverviewScreen)
+    await wait_for(
+        pilot,
+        lambda: all(s.report or s.error for s in screen.summaries.values()),
+        "every cluster answered",
+    )
+    await settle(pilot)
+    return screen
+
+
+# ----------------------------------------------------------------------------------- capacity
+
+
+async def test_capacity_screen_shows_partitions_and_refreshes() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _capacity(pilot)
+        backend = app.backend
+        assert isinstance(backend, FakeBackend)
+        assert screen.view.table.row_count == 3
+        summary = str(screen.view.summary.render())
+        assert summary.startswith("21 GPUs free · you (researcher): 3 running (12 GPUs)")
+        out = str(screen.query_one("#cap-out-text", Static).render())
+        assert "gpu-a04 drained: Xid 79" in out
+        count = backend.capacity_count
+        await pilot.press("r")
+        await wait_for(pilot, lambda: backend.capacity_count == count + 1, "one more refresh")
+        backend.capacity_error = "Could not read the cluster's capacity: SLURM is down."
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen.view.summary.has_class("-error"), "the error")
+        assert "from the last refresh" in str(screen.view.summary.render())
+        assert screen.view.table.row_count == 3  # the last numbers stay
+        await pilot.press("escape")
+        await shown(pilot, QueueScreen)
+
+
+async def test_capacity_refresh_pauses_while_hidden() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _capacity(pilot)
+        assert screen._timer is not None
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: screen._timer is None, "the refresh timer stopped")
+
+
+# ----------------------------------------------------------------------------------- overview
+
+
+async def test_overview_lazily_one_back_end_each_failure_in_place_and_switch() -> None:
+    factory = Clusters()
+    app = _app(factory)
+    async with app.run_test(size=SIZE) as pilot:
+        assert factory.built == ["fake"]  # nothing else opened before the overview
+        screen = await _overview(pilot)
+        assert sorted(factory.built) == ["dgx-east", "fake", "lab-small"]
+        assert list(screen.summaries) == ["fake", "dgx-east", "lab-small"]
+        assert screen.summaries["lab-small"].error == DOWN
+        assert screen.summaries["dgx-east"].report is not None
+        await pilot.press("down", "down")
+        detail = screen.query_one("#overview-detail", Static)
+        await wait_for(pilot, lambda: detail.has_class("-failed"), "the failure shown")
+        assert DOWN in str(detail.render())
+        await pilot.press("up")
+        await pilot.press("enter")
+        await wait_for(
+            pilot, lambda: app.backend.profile_name == "dgx-east", "the switch to dgx-east"
+        )
+        await shown(pilot, QueueScreen)
+        # The overview's connection was handed over, not opened a second time.
+        assert factory.built.count("dgx-east") == 1
+
+
+# ----------------------------------------------------------------------------------- composer
+
+
+async def _composer(pilot: Pilot[Any], **over: Any) -> ComposerScreen:
+    app = pilot.app
+    await shown(pilot, QueueScreen)
+    await settle(pilot)
+    screen = ComposerScreen(app.ctx, {**GOOD, **over})  # type: ignore[attr-defined]
+    await app.push_screen(screen)
+    await wait_for(pilot, lambda: "As is:" in str(screen.estimate.render()), "the estimate")
+    await settle(pilot)
+    return screen
+
+
+async def test_composer_estimate_and_debounced_refresh() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _composer(pilot, num_gpus=8)
+        backend = app.backend
+        assert isinstance(backend, FakeBackend)
+        text = str(screen.estimate.render())
+        assert "As is: 05-10 10:00 (in ~2 h)" in text
+        assert "Sooner: polar3: now" in text
+        assert "Sooner: 4 GPUs per node: now" in text
+        assert "The largest free block is 4 GPUs (gpu-a01); 8 GPUs per node waits." in text
+        count = backend.estimate_count
+        # Longer than any gap between two key presses on a loaded machine: one question.
+        screen.estimate_delay = 4.0
+        field = screen.query_one("#f-num_gpus", Input)
+        field.focus()
+        await pilot.press("backspace", "2", "backspace", "4")
+        await wait_for(pilot, lambda: "As is: now" in str(screen.estimate.render()), "now")
+        assert backend.estimate_count == count + 1  # four keystrokes, one question
+        # A change that does not move the start (the command) asks nothing.
+        screen.query_one("#f-command", Input).value = "dino evaluate"
+        await settle(pilot)
+        await pilot.pause(0.1)
+        assert backend.estimate_count == count + 1
+
+
+async def test_composer_estimate_failure_is_one_sentence() -> None:
+    app = _app()
+    backend = app.backend
+    assert isinstance(backend, FakeBackend)
+
+    async def refuse(spec: dict[str, Any]) -> Any:
+        from tao_slurm_tui.errors import OperationFailed
+
+        raise OperationFailed("Could not connect to any login host.")
+
+    backend.start_estimate = refuse  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await shown(pilot, QueueScreen)
+        screen = ComposerScreen(app.ctx, dict(GOOD))
+        await app.push_screen(screen)
+        await wait_for(
+            pilot,
+            lambda: "No estimate: Could not connect" in str(screen.estimate.render()),
+            "the failure",
+        )
+
+
+# ----------------------------------------------------------------------------------- snapshots
+
+
+def test_snapshot_capacity_small(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _capacity(pilot)
+
+    assert snap_compare(_app(), terminal_size=SMALL, run_before=run_before)
+
+
+def test_snapshot_capacity_large(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _capacity(pilot)
+
+    assert snap_compare(_app(), terminal_size=LARGE, run_before=run_before)
+
+
+def test_snapshot_overview_small(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _overview(pilot)
+
+    assert snap_compare(_app(), terminal_size=SMALL, run_before=run_before)
+
+
+def test_snapshot_overview_large_failure_highlighted(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = await _overview(pilot)
+        await pilot.press("down", "down")
+        detail = screen.query_one("#overview-detail", Static)
+        await wait_for(pilot, lambda: detail.has_class("-failed"), "the failure shown")
+        await settle(pilot)
+
+    assert snap_compare(_app(), terminal_size=LARGE, run_before=run_before)
+
+
+def test_snapshot_composer_estimate(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = await _composer(pilot, num_gpus=8)
+        field = screen.query_one("#f-name", Input)
+        await wait_for(pilot, lambda: field.has_focus, "the focused name field")
+
+    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)

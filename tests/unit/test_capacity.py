@@ -1,0 +1,423 @@
+"""Capacity: the one remote command, its parsers, and the numbers added up (pure core)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tao_slurm_tui.core.capacity import (
+    MARK,
+    CapacityUnavailable,
+    NodeState,
+    array_tasks,
+    capacity_command,
+    gpus_from_tres,
+    node_state,
+    parse_capacity_output,
+    parse_gres,
+    parse_job_line,
+    parse_key_values,
+    parse_node_line,
+    parse_tres,
+    split_sections,
+)
+from tao_slurm_tui.core.capacity_report import CapacityReport, build_report
+from tests.capacity_data import GOLDEN, scaled_output
+
+SYNTHETIC = (GOLDEN / "synthetic.txt").read_text(encoding="utf-8")
+
+
+def report_of(text: str, user: str = "") -> CapacityReport:
+    return build_report(parse_capacity_output(text, user=user))
+
+
+# ----------------------------------------------------------------------------------- pieces
+
+
+@pytest.mark.parametrize(
+    ("text", "counts"),
+    [
+        ("gpu:a100:8(S:0-1)", {"a100": 8}),
+        ("gpu:4", {"": 4}),
+        ("gpu:a100:4(S:0),gpu:v100:2(S:1)", {"a100": 4, "v100": 2}),
+        ("gpu:a100:2(IDX:0-1),gpu:v100:0(IDX:N/A)", {"a100": 2, "v100": 0}),
+        ("gres:gpu:2", {"": 2}),
+        ("gres/gpu:a100:3", {"a100": 3}),
+        ("gpu", {"": 1}),
+        ("gpu:a100", {"a100": 1}),
+        ("shard:8,gpu:2", {"": 2}),
+        ("(null)", {}),
+        ("N/A", {}),
+        ("", {}),
+        ("gpu:a100:lots", {}),
+    ],
+)
+def test_parse_gres(text: str, counts: dict[str, int]) -> None:
+    assert parse_gres(text) == counts
+
+
+def test_parse_tres_units_and_gpus() -> None:
+    tres = parse_tres("cpu=8,mem=4G,node=2,billing=8,gres/gpu=4,gres/gpu:a100=3,bad,x=y")
+    assert tres == {
+        "cpu": 8,
+        "mem": 4096,
+        "node": 2,
+        "billing": 8,
+        "gres/gpu": 4,
+        "gres/gpu:a100": 3,
+    }
+    assert parse_tres("mem=1000") == {"mem": 1000}
+    assert gpus_from_tres(tres) == {"a100": 3, "": 1}
+    assert gpus_from_tres({"cpu": 4}) is None
+    assert gpus_from_tres({"gres/gpu": 0}) == {}
+
+
+@pytest.mark.parametrize(
+    ("raw", "state"),
+    [
+        ("IDLE", NodeState.IDLE),
+        ("MIXED", NodeState.MIXED),
+        ("ALLOCATED", NodeState.ALLOCATED),
+        ("ALLOCATED+COMPLETING", NodeState.ALLOCATED),
+        ("IDLE+DRAIN", NodeState.DRAINED),
+        ("DRAINED", NodeState.DRAINED),
+        ("MIXED+DRAIN", NodeState.DRAINING),
+        ("ALLOCATED+DRAIN", NodeState.DRAINING),
+        ("DOWN*", NodeState.DOWN),
+        ("DOWN+DRAIN", NodeState.DOWN),
+        ("IDLE*", NodeState.DOWN),
+        ("IDLE+NOT_RESPONDING", NodeState.DOWN),
+        ("IDLE+CLOUD+POWERED_DOWN", NodeState.IDLE),
+        ("IDLE+RESERVED", NodeState.IDLE),
+        ("MIXED+MAINT", NodeState.DRAINING),
+        ("WEIRD_NEW_STATE", NodeState.DOWN),
+    ],
+)
+def test_node_state(raw: str, state: NodeState) -> None:
+    assert node_state(raw) is state
+
+
+def test_key_values_keep_spaces_in_values() -> None:
+    fields = parse_key_values(
+        "NodeName=n1 OS=Linux 6.1.0 #1 SMP PREEMPT_DYNAMIC Debian State=IDLE "
+        "Reason=GPU fell off the bus [root@2026-11-30T21:58:02]"
+    )
+    assert fields["OS"] == "Linux 6.1.0 #1 SMP PREEMPT_DYNAMIC Debian"
+    assert fields["Reason"] == "GPU fell off the bus [root@2026-11-30T21:58:02]"
+
+
+def test_node_line_reason_split_and_untyped_alloc_on_single_type() -> None:
+    node = parse_node_line(
+        "NodeName=g7 CPUAlloc=8 CPUTot=16 Gres=gpu:v100:4 RealMemory=100 AllocMem=40 "
+        "State=MIXED+DRAIN Partitions=batch CfgTRES=cpu=16,gres/gpu=4 "
+        "AllocTRES=cpu=8,gres/gpu=2 Reason=driver update [admin@2026-11-30T22:01:00]"
+    )
+    assert node is not None
+    assert node.gpus == {"v100": 4}
+    assert node.gpus_alloc == {"v100": 2}
+    assert (node.reason, node.reason_by, node.reason_time) == (
+        "driver update",
+        "admin",
+        "2026-11-30T22:01:00",
+    )
+    assert (node.cpus_free, node.mem_free_mb) == (8, 60)
+    assert node.state is NodeState.DRAINING
+
+
+def test_node_line_older_slurm_gres_used() -> None:
+    node = parse_node_line(
+        "NodeName=g1 CPUAlloc=2 CPUTot=8 Gres=gpu:a100:4 GresUsed=gpu:a100:3(IDX:0-2) "
+        "State=MIXED Partitions=p"
+    )
+    assert node is not None and node.gpus_alloc == {"a100": 3}
+
+
+def test_node_line_without_any_allocation_info_is_derived_later() -> None:
+    node = parse_node_line("NodeName=g1 CPUTot=8 Gres=gpu:2 State=IDLE Partitions=p")
+    assert node is not None and node.gpus_alloc is None
+
+
+@pytest.mark.parametrize(
+    ("job_id", "tasks"),
+    [("12", 1), ("12_3", 1), ("12_[1-10%2]", 10), ("12_[1,3,5-7]", 5), ("12_[0-9:3]", 4)],
+)
+def test_array_tasks(job_id: str, tasks: int) -> None:
+    assert array_tasks(job_id) == tasks
+
+
+def test_job_line_gpus_nodes_times_per_node() -> None:
+    job = parse_job_line(
+        "110|alice|tao|normal|polar,batch|PENDING|2|32|gres:gpu:8|(null)|N/A|Resources"
+    )
+    assert job is not None
+    assert (job.gpus, job.partitions, job.start, job.reason) == (
+        16,
+        ("polar", "batch"),
+        "",
+        "Resources",
+    )
+    running = parse_job_line("7|bob|a|q|p|RUNNING|2|4|gres:gpu:1|n[1-2]|2026-11-30T22:00:00|None")
+    assert running is not None and running.node_list == ("n1", "n2") and running.reason == ""
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["", "garbage", "x|y", "abc|u|a|q|p|RUNNING|1|1|gpu:1|n1|N/A|None", "1|u|a|q|p|R$$|1|1|||N|"],
+)
+def test_job_line_garbage_is_none(line: str) -> None:
+    assert parse_job_line(line) is None
+
+
+# ----------------------------------------------------------------------------------- sections
+
+
+def test_command_runs_every_section_once_in_one_string() -> None:
+    command = capacity_command()
+    for tool in ("scontrol show node -o", "scontrol show partition -o", "squeue -h", "sacctmgr"):
+        assert tool in command
+    assert command.count("scontrol show node") == 1
+    assert command.count("squeue") == 1
+
+
+def test_split_sections_cut_off_answer() -> None:
+    text = f"{MARK}user\nalice\n{MARK}rc 0\n{MARK}nodes\nNodeName=x State=IDLE\n"
+    sections = split_sections(text)
+    assert sections["user"].ok and sections["user"].text == "alice"
+    assert sections["nodes"].rc is None and not sections["nodes"].ok
+
+
+def test_no_node_section_is_one_sentence() -> None:
+    failing = f"{MARK}user\nalice\n{MARK}rc 0\n{MARK}nodes\nbash: scontrol: command not found\n"
+    with pytest.raises(CapacityUnavailable, match=r"scontrol: command not found\)\.$"):
+        parse_capacity_output(failing + f"{MARK}rc 127\n")
+    with pytest.raises(CapacityUnavailable, match="no answer"):
+        parse_capacity_output("")
+
+
+# ----------------------------------------------------------------------------------- the report
+
+
+def test_synthetic_partitions() -> None:
+    report = report_of(SYNTHETIC)
+    assert report.user == "alice"
+    polar = report.partition("polar")
+    assert polar is not None and polar.default and polar.max_time == "04:00:00"
+    assert [(t.kind, t.total, t.allocated, t.free, t.unavailable) for t in polar.gpu_types] == [
+        ("a100", 32, 11, 13, 8)
+    ]
+    assert dict(polar.nodes) == {
+        NodeState.IDLE: 1,
+        NodeState.MIXED: 1,
+        NodeState.ALLOCATED: 1,
+        NodeState.DRAINING: 0,
+        NodeState.DRAINED: 1,
+        NodeState.DOWN: 0,
+    }
+    assert polar.largest_block is not None
+    assert (polar.largest_block.node, polar.largest_block.gpus, polar.largest_block.kind) == (
+        "gpu01",
+        8,
+        "a100",
+    )
+    assert (polar.cpus_total, polar.cpus_free) == (64, 16 + 12)
+    assert (polar.running_jobs, polar.running_gpus) == (2, 11)
+    assert (polar.pending_jobs, polar.pending_gpus) == (2, 18)
+
+    batch = report.partition("batch")
+    assert batch is not None
+    by_type = {t.kind: (t.total, t.allocated, t.free, t.unavailable) for t in batch.gpu_types}
+    assert by_type == {"a100": (32, 11, 13, 8), "v100": (12, 3, 2, 7)}
+    assert (batch.pending_jobs, batch.pending_gpus) == (11, 26)
+    assert report.gpus_free == 15
+
+    cpuq = report.partition("cpuq")
+    assert cpuq is not None and cpuq.gpus_total == 0 and cpuq.largest_block is None
+
+
+def test_synthetic_unavailable_mine_and_limits() -> None:
+    report = report_of(SYNTHETIC)
+    assert [(n.name, n.state, n.reason) for n in report.unavailable] == [
+        ("gpu04", NodeState.DRAINED, "Xid 79 GPU fell off the bus"),
+        ("gpu05", NodeState.DRAINING, "reboot for driver"),
+        ("gpu06", NodeState.DOWN, "Not responding"),
+    ]
+    mine = report.mine
+    assert (mine.running_jobs, mine.running_gpus, mine.pending_jobs, mine.pending_gpus) == (
+        2,
+        4,
+        11,
+        26,
+    )
+    limits = {(lim.scope, lim.kind, lim.resource): (lim.limit, lim.used) for lim in report.limits}
+    assert limits == {
+        ("QOS high", "GrpTRES", "gres/gpu"): (6, 2),
+        ("QOS high", "MaxTRESPerUser", "gres/gpu"): (4, 0),
+        ("QOS high", "MaxJobsPerUser", "jobs"): (2, 0),
+        ("account tao", "GrpTRES", "gres/gpu"): (12, 6),
+        ("account tao", "GrpTRES", "cpu"): (128, 14),
+        ("association tao/alice", "GrpTRES", "gres/gpu"): (6, 4),
+        ("association tao/alice", "MaxJobs", "jobs"): (4, 2),
+    }
+    assert report.accounting and report.notes == []
+
+
+def test_json_contract_round_trips() -> None:
+    data = json.loads(json.dumps(report_of(SYNTHETIC).to_json()))
+    polar = next(p for p in data["partitions"] if p["name"] == "polar")
+    assert polar["gpus"]["by_type"]["a100"] == {
+        "total": 32,
+        "allocated": 11,
+        "free": 13,
+        "unavailable": 8,
+    }
+    assert polar["largest_free_block"]["gpus"] == 8
+    assert polar["nodes"]["drained"] == 1
+    assert data["mine"]["pending_gpus"] == 26
+    assert data["unavailable_nodes"][0]["reason"] == "Xid 79 GPU fell off the bus"
+    assert {"scope", "kind", "resource", "limit", "used", "reached"} <= set(data["limits"][0])
+
+
+def test_garbage_lines_skipped_and_counted() -> None:
+    noisy = SYNTHETIC.replace(
+        f"{MARK}rc 0\n{MARK}partitions", f"half a line Node\x00Name=\n{MARK}rc 0\n{MARK}partitions"
+    ).replace("101|alice|tao|normal|polar|RUNNING", "101|alice|tao")
+    report = report_of(noisy)
+    assert report.notes == ["2 line(s) of SLURM's answer could not be read and were skipped."]
+    polar = report.partition("polar")
+    assert polar is not None and polar.running_jobs == 1
+
+
+def test_no_accounting_and_no_squeue_still_shows_nodes() -> None:
+    text = SYNTHETIC
+    for section in ("jobs", "qos", "assoc"):
+        start = text.index(f"{MARK}{section}\n")
+        end = text.index(f"{MARK}rc 0", start)
+        text = (
+            text[:start]
+            + f"{MARK}{section}\nslurm_load_jobs error: Unable to contact\n{MARK}rc 1"
+            + text[end + len(f"{MARK}rc 0") :]
+        )
+    report = report_of(text)
+    assert not report.accounting and report.limits == []
+    assert len(report.notes) == 2 and "squeue did not answer" in report.notes[0]
+    assert "Unable to contact" in report.notes[0]
+    polar = report.partition("polar")
+    assert polar is not None and polar.gpus_free == 13 and polar.pending_jobs == 0
+
+
+def test_allocation_derived_from_jobs_when_nodes_do_not_say() -> None:
+    text = (
+        f"{MARK}user\nu\n{MARK}rc 0\n{MARK}nodes\n"
+        "NodeName=n1 CPUAlloc=4 CPUTot=8 Gres=gpu:t4:4 State=MIXED Partitions=p RealMemory=10\n"
+        "NodeName=n2 CPUAlloc=8 CPUTot=8 Gres=gpu:t4:4 State=ALLOCATED Partitions=p\n"
+        f"{MARK}rc 0\n{MARK}partitions\n{MARK}rc 0\n{MARK}jobs\n"
+        "5|u|a|q|p|RUNNING|2|12|gres:gpu:2|n[1-2]|2026-11-30T22:00:00|None\n"
+        f"{MARK}rc 0\n"
+    )
+    report = report_of(text)
+    p = report.partition("p")
+    assert p is not None
+    assert [(t.kind, t.allocated, t.free) for t in p.gpu_types] == [("t4", 4, 4)]
+    # n2 has free GPUs but no free CPU: n1's two are what a job can actually get.
+    assert p.largest_block is not None and (p.largest_block.node, p.largest_block.gpus) == (
+        "n1",
+        2,
+    )
+    assert report.mine.running_gpus == 4
+
+
+def test_scaled_output_keeps_per_node_numbers() -> None:
+    big = report_of(scaled_output(SYNTHETIC, 1000))
+    batch = big.partition("batch")
+    assert batch is not None
+    nodes_in_batch = sum(batch.nodes.values())
+    assert nodes_in_batch > 800
+    small = report_of(SYNTHETIC).partition("batch")
+    assert small is not None
+    # Every replayed copy of a node is the same node again: totals scale with the copies.
+    copies = nodes_in_batch // sum(small.nodes.values())
+    assert batch.gpus_total >= small.gpus_total * copies
+    assert batch.largest_block is not None and batch.largest_block.gpus == 8
+
+
+# ----------------------------------------------------------------------------------- the CLI
+
+
+def test_cli_table_names_everything_a_researcher_asks() -> None:
+    from tao_slurm_tui.commands.capacity import format_report
+
+    text = format_report(report_of(SYNTHETIC))
+    lines = text.splitlines()
+    assert lines[0] == "15 GPUs free on the cluster (* marks the default partition)."
+    polar = next(ln for ln in lines if ln.startswith("polar*"))
+    assert "13/32" in polar and "a100 13/32" in polar and "8 a100 on gpu01" in polar
+    assert "1/1/1/1" in polar and "2 (18 GPUs)" in polar
+    assert any("gpu04" in ln and "Xid 79 GPU fell off the bus" in ln for ln in lines)
+    assert "Your jobs (alice): 2 running with 4 GPUs, 11 pending asking for 26 GPUs." in lines
+    assert "  account tao: GrpTRES gres/gpu=12 (6/12 used)" in lines
+
+
+def test_cli_unreachable_cluster_is_one_sentence_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from tao_slurm_tui.cli import main
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    import asyncssh
+
+    key = tmp_path / "id_ed25519"
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(key))
+    key.chmod(0o600)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'default_profile = "x"\n[profiles.x]\nuser = "u"\nhostnames = ["127.0.0.1"]\n'
+        f'port = {port}\nssh_key_path = "{key}"\npartition = "polar"\n'
+        "connect_timeout = 2\n"
+    )
+    code = main(["--config", str(config), "capacity", "--json"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.startswith("tao-slurm-tui: ") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------------- recorded
+
+
+def test_recorded_sandbox_idle() -> None:
+    """Recorded on the sandbox (SLURM 22.05.8, one node with gpu:4, nothing running)."""
+    report = report_of((GOLDEN / "sandbox-idle.txt").read_text(encoding="utf-8"))
+    assert report.user == "slurmtest"
+    assert [p.name for p in report.partitions] == ["polar", "batch"]
+    for p in report.partitions:
+        assert (p.gpus_total, p.gpus_allocated, p.gpus_free) == (4, 0, 4)
+        assert p.largest_block is not None and p.largest_block.gpus == 4
+        assert (p.cpus_free, p.mem_free_mb) == (8, 8192)
+    assert report.limits == [] and report.accounting and report.notes == []
+
+
+def test_recorded_sandbox_busy() -> None:
+    """Recorded with a running 2-GPU job, a pending 3-GPU one, a held one in two partitions
+    and a pending array of five."""
+    report = report_of((GOLDEN / "sandbox-busy.txt").read_text(encoding="utf-8"))
+    polar, batch = report.partition("polar"), report.partition("batch")
+    assert polar is not None and batch is not None
+    assert (polar.gpus_allocated, polar.gpus_free) == (2, 2)
+    assert polar.largest_block is not None and polar.largest_block.gpus == 2
+    assert polar.nodes[NodeState.MIXED] == 1
+    assert (polar.running_jobs, polar.running_gpus) == (1, 2)
+    assert (polar.pending_jobs, polar.pending_gpus) == (6, 6)
+    assert (batch.pending_jobs, batch.pending_gpus) == (2, 4)
+    mine = report.mine
+    assert (mine.running_jobs, mine.running_gpus, mine.pending_jobs, mine.pending_gpus) == (
+        1,
+        2,
+        7,
+        9,
+    )
