@@ -20,7 +20,8 @@ from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
 from tao_slurm_tui.services.backend import Backend  # noqa: E402
 from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend, fake_profile  # noqa: E402
 
-SIZE = (120, 36)
+SIZES = {"": (160, 45), "-80x24": (80, 24)}
+"""File suffix -> terminal size: a big terminal, and the smallest the app must work in."""
 OUT = ROOT / "screenshots"
 
 Step = Callable[[TaoSlurmApp, Pilot[None]], Awaitable[None]]
@@ -55,7 +56,7 @@ async def logs(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
 
 
 async def capacity(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
-    await pilot.press("g")
+    await pilot.press("p")
     await _settle(app, pilot)
 
 
@@ -121,7 +122,7 @@ def backend(name: str = "fake") -> Backend:
     return fake
 
 
-async def shoot(name: str, step: Step) -> Path:
+async def shoot(name: str, step: Step, size: tuple[int, int]) -> Path:
     """Run the app on the fake back end, drive it to a screen, save the SVG."""
     app = make_app(
         backend(),
@@ -130,7 +131,7 @@ async def shoot(name: str, step: Step) -> Path:
         clock=lambda: FROZEN_TIME,
         cursor_blink=False,  # a blinking cursor would make the picture depend on timing
     )
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await _settle(app, pilot)
         await step(app, pilot)
         # Not wait_for_complete(): log followers run until their screen closes.
@@ -142,7 +143,8 @@ async def shoot(name: str, step: Step) -> Path:
 async def main() -> None:
     OUT.mkdir(exist_ok=True)
     for name, step in SHOTS.items():
-        print(await shoot(name, step))
+        for suffix, size in SIZES.items():
+            print(await shoot(f"{name}{suffix}", step, size))
 
 
 if __name__ == "__main__":

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App
+from textual.theme import Theme
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
-from tao_slurm_tui.config import Config, Settings
+from tao_slurm_tui.config import Config, ConfigError, Settings
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
 from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
@@ -23,7 +24,7 @@ from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.session import BackendFactory, backend_factory
-from tao_slurm_tui.widgets.theme import TAO_DARK
+from tao_slurm_tui.widgets.theme import TAO_DARK, THEMES
 
 if TYPE_CHECKING:
     from tao_slurm_tui.screens.composer import ComposerScreen
@@ -52,6 +53,9 @@ class TaoSlurmApp(App[None]):
     CSS_PATH = [str(styles_dir() / f"{name}.tcss") for name in STYLESHEETS]
     COMMANDS = App.COMMANDS | {TaoCommands}
     BINDINGS = APP_BINDINGS
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    """Below 110 columns (80x24, 100x30) screens stack labels over fields and use compact
+    buttons: see the ``-narrow`` rules in styles/."""
 
     def __init__(
         self,
@@ -62,6 +66,8 @@ class TaoSlurmApp(App[None]):
         backend_factory: BackendFactory | None = None,
         initial_spec: dict[str, Any] | None = None,
         cursor_blink: bool = True,
+        new_profile: bool = False,
+        save_settings: Callable[[Settings], None] | None = None,
     ) -> None:
         """Create the app (prefer :func:`make_app`).
 
@@ -73,6 +79,8 @@ class TaoSlurmApp(App[None]):
             initial_spec: Open the composer pre-filled with this spec over the queue.
             cursor_blink: Blink the text cursor of inputs; False draws it steadily (snapshots
                 and screenshots must not depend on when they are taken).
+            new_profile: The profile is not saved yet (first start): open the set-up screen.
+            save_settings: Writes the settings (the chosen theme) to the config file.
         """
         super().__init__()
         self.cursor_blink = cursor_blink
@@ -80,9 +88,14 @@ class TaoSlurmApp(App[None]):
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
         self.backend_factory = backend_factory
         self.initial_spec = initial_spec
+        self.new_profile = new_profile
+        """The profile is not in the config file yet: open on the set-up screen."""
+        self.save_settings = save_settings
+        """Writes the settings to the config file (the chosen theme); None: not saved."""
         self.home: QueueScreen | None = None
         """The queue (the home screen at the bottom of the stack)."""
-        self.register_theme(TAO_DARK)
+        for theme in THEMES:
+            self.register_theme(theme)
         self.theme = settings.theme if settings.theme in self.available_themes else TAO_DARK.name
 
     @property
@@ -107,8 +120,20 @@ class TaoSlurmApp(App[None]):
         self.push_screen(self.home)
         if self.initial_spec is not None:
             self.push_screen(ComposerScreen(self.ctx, self.initial_spec))
-        if self.backend.profile.missing_required():
+        if self.new_profile or self.backend.profile.missing_required():
             self.push_screen(OnboardingScreen(self.ctx))
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        """Remember the theme picked in the palette for the next start."""
+        if self.ctx.settings.theme == theme.name:
+            return
+        self.ctx.settings.theme = theme.name
+        if self.save_settings is not None:
+            try:
+                self.save_settings(self.ctx.settings)
+            except (OSError, ConfigError) as error:
+                self.notify(f"The theme is used but not saved: {error}", severity="warning")
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """Without blinking, a focused text field draws its cursor steadily.
@@ -251,6 +276,8 @@ def make_app(
     backend_factory: BackendFactory | None = None,
     initial_spec: dict[str, Any] | None = None,
     cursor_blink: bool = True,
+    new_profile: bool = False,
+    save_settings: Callable[[Settings], None] | None = None,
 ) -> TaoSlurmApp:
     """Build the app (shared by the CLI, the tests and the screenshot script).
 
@@ -261,6 +288,8 @@ def make_app(
         backend_factory: Builds another profile's back end, enabling 'switch profile'.
         initial_spec: A spec dict to open in the composer at start (``--spec``).
         cursor_blink: False draws text cursors steadily (tests and screenshots).
+        new_profile: The profile is not in the config file yet: open on the set-up screen.
+        save_settings: Writes the settings to the config file (the chosen theme is kept).
     """
     return TaoSlurmApp(
         backend,
@@ -269,6 +298,24 @@ def make_app(
         backend_factory=backend_factory,
         initial_spec=initial_spec,
         cursor_blink=cursor_blink,
+        new_profile=new_profile,
+        save_settings=save_settings,
+    )
+
+
+def build_tui(
+    config: Config, profile: str | None = None, *, spec: dict[str, Any] | None = None
+) -> TaoSlurmApp:
+    """The app as ``tao-slurm-tui`` opens it (the journey test drives this very app)."""
+    # An unknown or missing profile is a new one to set up here, not an error (first start).
+    factory = backend_factory(config, allow_new=True)
+    return make_app(
+        factory(profile),
+        settings=config.settings,
+        backend_factory=factory,
+        initial_spec=spec,
+        new_profile=not config.has_profile(profile),
+        save_settings=lambda _settings: config.save(),
     )
 
 
@@ -284,8 +331,7 @@ def run_app(
         profile: ``--profile NAME`` if given.
         spec: A spec dict to open in the composer at start (``--spec``).
     """
-    factory = backend_factory(config)
-    make_app(
-        factory(profile), settings=config.settings, backend_factory=factory, initial_spec=spec
-    ).run()
-    return 0
+    app = build_tui(config, profile, spec=spec)
+    app.run()
+    # Textual prints an uncaught exception's traceback and sets 1: the shell must see it.
+    return app.return_code or 0

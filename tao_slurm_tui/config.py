@@ -12,6 +12,7 @@ file, the key and what is wrong, and the file is left untouched.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import tempfile
 import tomllib
@@ -171,6 +172,22 @@ def save_settings(settings: Settings, path: Path) -> None:
 # ----------------------------------------------------------------------------------- facade
 
 
+def how_to_create(name: str) -> str:
+    """The one sentence on creating a profile, for every verb that lacks one."""
+    return (
+        f"run 'tao-slurm-tui' (no verb) to create it on the set-up screen, or in a script: "
+        f"tao-slurm-tui config set-profile {name} user=USER hostnames=LOGIN_HOST "
+        "partition=PARTITION --default"
+    )
+
+
+def _local_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER (some containers)
+        return ""
+
+
 class Config:
     """The loaded config file plus the chosen profile, as the CLI and the TUI use it."""
 
@@ -197,12 +214,22 @@ class Config:
         return "default"
 
     def profile(
-        self, requested: str | None = None, environ: Mapping[str, str] | None = None
+        self,
+        requested: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        allow_new: bool = False,
     ) -> Profile:
         """The selected profile with environment overrides applied.
 
         An unknown profile name is an error unless the environment alone describes a cluster
         (``SLURM_USER`` and ``SLURM_HOSTNAME`` set), as the platform's scripts expect.
+
+        Args:
+            requested: ``--profile NAME``; None: the default one.
+            environ: The environment (default ``os.environ``).
+            allow_new: An unknown name is a new profile to set up (the TUI's first start):
+                a draft with the local user name, under the environment's overrides.
 
         Raises:
             ConfigError: unknown profile, or a bad environment override.
@@ -211,14 +238,21 @@ class Config:
         env = os.environ if environ is None else environ
         base = self.settings.profiles.get(name)
         if base is None:
+            if allow_new:
+                # What is known on day one: the local user name is the usual cluster one.
+                return apply_env(Profile(user=_local_user()), env)
             if requested or (self.settings.profiles and self.settings.default_profile):
                 known = ", ".join(sorted(self.settings.profiles)) or "none yet"
                 raise ConfigError(
                     f"{self.path}: no profile named '{name}' (known: {known}); "
-                    "create it in the onboarding screen or pick another with --profile."
+                    f"{how_to_create(name)}"
                 )
             base = Profile()
         return apply_env(base, env)
+
+    def has_profile(self, requested: str | None = None) -> bool:
+        """True when the selected profile is saved in the file (not a draft)."""
+        return self.profile_name(requested) in self.settings.profiles
 
     def upsert_profile(self, name: str, profile: Profile, *, make_default: bool = False) -> None:
         """Add or replace profile ``name`` and save the file atomically.

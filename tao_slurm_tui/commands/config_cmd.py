@@ -21,10 +21,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     setp = sub.add_parser(
         "set-profile",
         help="add or update a profile from KEY=VALUE pairs (hostnames as a comma list)",
+        description="Add or update a profile from KEY=VALUE pairs; keys not given keep their "
+        "value (a new profile: the default).",
+        epilog=profile_keys_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     setp.add_argument("name", help="profile name")
     setp.add_argument("fields", nargs="*", metavar="KEY=VALUE")
     setp.add_argument("--default", action="store_true", help="make it the default profile")
+
+
+def profile_keys_help() -> str:
+    """The settings ``set-profile`` accepts, one a line with its default (for ``--help``)."""
+    lines = ["keys (default in brackets):"]
+    defaults = Profile().model_dump()
+    for key, field in Profile.model_fields.items():
+        default = defaults[key]
+        shown = ",".join(default) if isinstance(default, list) else str(default)
+        about = f"  {field.description}" if field.description else ""
+        lines.append(f"  {key} [{shown or 'empty'}]{about}")
+    lines += [
+        "",
+        "example: tao-slurm-tui config set-profile sandbox user=alice "
+        "hostnames=login1,login2 partition=polar --default",
+    ]
+    return "\n".join(lines)
 
 
 def _coerce(fields: list[str]) -> dict[str, object]:

@@ -325,7 +325,7 @@ def evaluate_profile(missing: Sequence[str], profile_name: str = "") -> CheckRes
         "profile",
         CheckStatus.FAIL,
         f"missing: {names}",
-        f"Fill in {names}{where} in the onboarding screen or config.toml.",
+        f"Fill in {names}{where} on the set-up screen (d in tao-slurm-tui) or in config.toml.",
         FixAction.EDIT_PROFILE,
         missing=list(missing),
     )
@@ -563,7 +563,10 @@ def evaluate_credentials(
     present = bool(section.lines) and section.lines[0] == "present"
     if present:
         return result("enroot_credentials", CheckStatus.PASS, f"{CREDENTIALS_PATH} is present")
-    fix = "Install your NGC key: tao-slurm-tui creds install (or the onboarding screen)."
+    fix = (
+        "Install your NGC key: tao-slurm-tui creds install "
+        "(or the set-up screen, d in tao-slurm-tui)."
+    )
     if runtime == "none" and not private_image:
         return result(
             "enroot_credentials",

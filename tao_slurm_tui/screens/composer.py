@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,13 @@ from textual.widgets import Button, Footer, Input, Label, Switch, TextArea
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.spec import validate_spec
 from tao_slurm_tui.errors import BadInput, TaoError
+from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.services.backend import SubmitStage
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.sbatch_preview import SbatchPreview
-from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm
+from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm, in_words
 from tao_slurm_tui.widgets.start_estimate_pane import StartEstimatePane
 
 PREVIEW_DELAY = 0.25
@@ -103,6 +105,14 @@ class ComposerScreen(Screen[str | None]):
         """Current problems by field ('' key: not tied to a field)."""
         self.submitting = False
         self._preview_timer: Timer | None = None
+        self.touched: set[str] = set()
+        """Fields the user changed: only their problems show until a submit or a load."""
+        self.show_all = False
+        """Show every problem (after a submit attempt or loading a file)."""
+        self.loaded: dict[str, Any] = {}
+        """The form's spec right after the last load: a field that differs was edited."""
+        self.saved: dict[str, Any] = {}
+        """The spec as last loaded, saved or submitted: leaving with anything else asks first."""
         self._estimate_timer: Timer | None = None
         self._estimated: tuple[str, ...] | None = None
         """The estimate key last asked about (None: never)."""
@@ -119,15 +129,19 @@ class ComposerScreen(Screen[str | None]):
                 yield StartEstimatePane(id="estimate")
                 yield Label("", id="problems")
                 yield Label("", id="stages")
+                yield Button(
+                    "Remove unknown keys", id="drop-extra", variant="warning", compact=True
+                )
                 with Horizontal(id="actions"):
-                    yield Button("Submit", id="submit", variant="primary")
-                    yield Button("Load…", id="load")
-                    yield Button("Save…", id="save")
+                    # Compact (one line, no border): all three fit beside the form at 80x24.
+                    yield Button("Submit", id="submit", variant="primary", compact=True)
+                    yield Button("Load…", id="load", compact=True)
+                    yield Button("Save…", id="save", compact=True)
         yield Footer()
 
     def on_mount(self) -> None:
         """Fill the form, validate, preview; fetch the partitions' MaxTime."""
-        self.form.load(self.initial)
+        self._load_form(self.initial)
         # Typing starts in the name field: unfocused, letters would reach the app's bindings.
         self.query_one("#f-name", Input).focus()
         self.call_after_refresh(self._changed, True)
@@ -139,12 +153,23 @@ class ComposerScreen(Screen[str | None]):
         self.limits = await self.ctx.backend.partition_limits()
         self._validate()
 
+    def _load_form(self, spec: dict[str, Any]) -> None:
+        self.form.load(spec)
+        # Widgets take their values at once: this is the baseline edits are measured from.
+        self.loaded = self.saved = self.current_spec()
+
+    @property
+    def dirty(self) -> bool:
+        """True when the form differs from what was last loaded or saved."""
+        return bool(self.saved) and self.current_spec() != self.saved
+
     # ------------------------------------------------------------------ validation & preview
     @on(Input.Changed)
     @on(Switch.Changed)
     @on(TextArea.Changed)
-    def _on_field_changed(self) -> None:
-        self._changed()
+    def _on_field_changed(self, event: Input.Changed | Switch.Changed | TextArea.Changed) -> None:
+        if event.control is not self.preview:  # the preview's own reloads are not edits
+            self._changed()
 
     def _changed(self, immediate: bool = False) -> None:
         self._validate()
@@ -153,6 +178,8 @@ class ComposerScreen(Screen[str | None]):
         if immediate:
             self._render_preview()
         else:
+            # Said at once: for the quarter second of debounce the script is not the form's.
+            self.preview.border_subtitle = "updating…"
             self._preview_timer = self.set_timer(PREVIEW_DELAY, self._render_preview)
         self._schedule_estimate(immediate)
 
@@ -199,35 +226,53 @@ class ComposerScreen(Screen[str | None]):
 
     def _validate(self) -> dict[str, str]:
         spec, parse_errors = self.form.spec()
+        self.touched |= {key for key, value in spec.items() if value != self.loaded.get(key)}
         # The back end checks the wall time too, against the limits it knows (see load_limits).
         errors = self.ctx.backend.validate_spec(spec)
         errors.update(parse_errors)
+        name = str(spec.get("name") or "")
+        if "name" not in errors and name in self._taken_names():
+            errors["name"] = f"A job named {name!r} exists already; pick another name."
         self.errors = errors
-        self.form.show_errors(errors)
+        # Not a wall of red for a form nobody typed in yet: a field's problem shows once it
+        # was edited, every problem once a submit was tried or a file loaded.
+        shown = errors if self.show_all else {k: m for k, m in errors.items() if k in self.touched}
+        self.form.show_errors(shown)
         keys = {field.key for field in FIELDS}
         loose = [f"{k}: {m}" for k, m in errors.items() if k not in keys]
-        self.problems.update("\n".join(loose))
+        self.problems.update("\n".join(in_words(line) for line in loose))
+        self.query_one("#drop-extra").display = bool(self.form.extra)
         self.submit_button.disabled = self.submitting
         return errors
 
+    def _taken_names(self) -> set[str]:
+        # The store's jobs of this profile (no round trip): submit would refuse these names.
+        return {job.id for job in self.ctx.backend.jobs()}
+
     def _render_preview(self) -> None:
         count = len(self.errors)
+        if count:
+            shown = self.show_all or bool(self.touched & set(self.errors))
+            self.preview.show_problem(
+                f"{count} field{'s' if count > 1 else ''} to fix", alarm=shown
+            )
+            return
         try:
             script = self.ctx.backend.render(self.current_spec())
         except TaoError as error:
-            # Keep the last good script on screen, flagged stale, with the reason.
-            self.preview.show_problem(
-                f"{count} field{'s' if count > 1 else ''} to fix" if count else str(error)
-            )
+            self.preview.show_problem(str(error))
             return
         self.preview.show_script(script)
-        if count:
-            self.preview.show_problem(f"{count} field{'s' if count > 1 else ''} to fix")
 
     # ------------------------------------------------------------------ submit
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        """Submit / Load / Save buttons."""
-        actions = {"submit": self.action_submit, "load": self.action_load, "save": self.action_save}
+        """Submit / Load / Save / Remove unknown keys buttons."""
+        actions = {
+            "submit": self.action_submit,
+            "load": self.action_load,
+            "save": self.action_save,
+            "drop-extra": self.action_drop_extra,
+        }
         action = actions.get(event.button.id or "")
         if action is not None:
             action()
@@ -236,6 +281,7 @@ class ComposerScreen(Screen[str | None]):
         """Submit the spec unless a field needs fixing."""
         if self.submitting:
             return
+        self.show_all = True
         errors = self._validate()
         if errors:
             first = self.form.first_error_widget(errors)
@@ -272,6 +318,7 @@ class ComposerScreen(Screen[str | None]):
         finally:
             self.submitting = False
             self.submit_button.disabled = False
+        self.saved = self.current_spec()  # submitted: nothing to lose on leaving
         self.notify(
             f"{job.id} submitted as SLURM job {job.slurm_job_id or '?'}.", title="Submitted"
         )
@@ -294,30 +341,70 @@ class ComposerScreen(Screen[str | None]):
             except tomllib.TOMLDecodeError as error:
                 self.notify(f"{path} is not valid TOML: {error}.", severity="error")
                 return
-            self.form.load(spec_for_form(data, self.ctx.backend.default_spec()))
+            self._load_form(spec_for_form(data, self.ctx.backend.default_spec()))
+            self.show_all = True  # a file's problems are worth showing at once
             self._changed(immediate=True)
             self.notify(f"Loaded {path}.")
 
-        self.app.push_screen(PathModal("Load a spec TOML file"), chosen)
+        def load() -> None:
+            self.app.push_screen(PathModal("Load a spec TOML file"), chosen)
+
+        self._unless_dirty("Load a file over your unsaved changes?", "Load", load)
+
+    def _unless_dirty(self, question: str, label: str, then: Callable[[], None]) -> None:
+        """Run ``then`` at once, or after the user confirmed that unsaved edits may go."""
+        if not self.dirty:
+            then()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.app.push_screen(ConfirmModal(question, label, danger=True), answered)
+
+    def action_drop_extra(self) -> None:
+        """Forget the keys a loaded file had that the spec does not know."""
+        dropped = ", ".join(sorted(self.form.extra))
+        self.form.extra = {}
+        self._changed(immediate=True)
+        self.notify(f"Removed {dropped}.", timeout=3)
 
     def action_save(self) -> None:
         """Save the form as a spec TOML."""
         spec = self.current_spec()
 
-        def chosen(path: str | None) -> None:
-            if not path:
-                return
+        def write(path: str) -> None:
             try:
                 Path(path).expanduser().write_text(tomli_w.dumps(spec), encoding="utf-8")
             except OSError as error:
                 self.notify(f"Cannot write {path}: {error.strerror}.", severity="error")
                 return
+            self.saved = spec
             self.notify(f"Saved {path}.")
+
+        def chosen(path: str | None) -> None:
+            if not path:
+                return
+            if not Path(path).expanduser().exists():
+                write(path)
+                return
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    write(path)
+
+            self.app.push_screen(
+                ConfirmModal(f"{path} exists. Replace it?", "Replace", danger=True), answered
+            )
 
         self.app.push_screen(
             PathModal("Save the spec as", f"{spec.get('name') or 'job'}.toml"), chosen
         )
 
     def action_back(self) -> None:
-        """Back to the queue (nothing is submitted)."""
-        self.app.pop_screen()
+        """Back to the queue (nothing is submitted); unsaved edits are confirmed first."""
+        self._unless_dirty("Leave and discard your changes to this job?", "Discard", self._leave)
+
+    def _leave(self) -> None:
+        self.dismiss(None)

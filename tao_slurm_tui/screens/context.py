@@ -15,7 +15,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("question_mark", "help", "Help", id="app.help"),
     Binding("n", "new_job", "New job", id="app.new_job"),
     Binding("d", "doctor", "Set-up", id="app.doctor"),
-    Binding("g", "capacity", "GPUs", tooltip="Where GPUs are free", id="app.capacity"),
+    Binding("p", "capacity", "GPUs", tooltip="Where GPUs are free", id="app.capacity"),
     # Hidden from the footer (room): offered on the GPUs screen, in help and the palette.
     Binding("a", "overview", "All clusters", show=False, id="app.overview"),
     Binding("h", "history", "History", id="app.history"),

@@ -60,7 +60,7 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
         ("Queue", [*QueueScreen.BINDINGS, *JobTable.BINDINGS]),
         ("Composer", ComposerScreen.BINDINGS),
         ("Logs", [*LogsScreen.BINDINGS, *LogView.BINDINGS]),
-        ("Onboarding", OnboardingScreen.BINDINGS),
+        ("Set-up", OnboardingScreen.BINDINGS),
         ("GPUs free", CapacityScreen.BINDINGS),
         ("All clusters", OverviewScreen.BINDINGS),
         ("History", HistoryScreen.BINDINGS),

@@ -22,11 +22,12 @@ class LogsScreen(Screen[None]):
     BINDINGS = [
         Binding("f", "toggle_follow", "Follow", id="logs.follow"),
         Binding("slash", "search", "Search", id="logs.search"),
-        Binding("n", "next_match", "Next", id="logs.next"),
-        Binding("N", "previous_match", "Previous", id="logs.previous"),
+        Binding("n", "next_match", "Next", show=False, id="logs.next"),
+        Binding("N", "previous_match", "Previous", show=False, id="logs.previous"),
         Binding("o", "show_tab('out')", "main.out", id="logs.out"),
         Binding("e", "show_tab('err')", "main.err", id="logs.err"),
         Binding("escape", "back", "Back", id="logs.back"),
+        Binding("q", "close", "Back", show=False, id="logs.close"),
     ]
 
     tabs = getters.query_one(TabbedContent)
@@ -48,7 +49,9 @@ class LogsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, search bar, two tabs, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, f"logs of {self.job_id}")
-        yield Input(placeholder="search (Enter: go; n / N: next / previous)", id="search")
+        yield Input(
+            placeholder="search (Enter: go; n / N: next / previous)", id="search", compact=True
+        )
         with TabbedContent(initial="tab-out"):
             for stream in STREAMS:
                 with TabPane(f"main.{stream}", id=f"tab-{stream}"):
@@ -88,10 +91,19 @@ class LogsScreen(Screen[None]):
         self.tabs.active = f"tab-{stream}"
         self.active_pane.view.focus()
 
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        # Each tab keeps its own search: the bar shows the visible tab's term (or closes).
+        term = self.active_pane.view.search_term
+        self.search_input.value = term
+        self.search_input.set_class(bool(term), "-visible")
+
     def action_search(self) -> None:
-        """Open the search bar."""
+        """Open the search bar (with the visible tab's term, selected to be typed over)."""
+        self.search_input.value = self.active_pane.view.search_term
         self.search_input.add_class("-visible")
         self.search_input.focus()
+        self.search_input.select_all()
 
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:
@@ -105,7 +117,8 @@ class LogsScreen(Screen[None]):
     def _step(self, step: int) -> None:
         pane = self.active_pane
         if not pane.view.search_term:
-            self.action_search()
+            # Not a jump into the search bar: the key after n would be typed into it.
+            self.notify(f"No search in main.{pane.stream}: press / to search.", timeout=3)
             return
         pane.view.next_match(step)
         pane.refresh_status()
@@ -124,4 +137,8 @@ class LogsScreen(Screen[None]):
             self.search_input.remove_class("-visible")
             self.active_pane.view.focus()
             return
+        self.app.pop_screen()
+
+    def action_close(self) -> None:
+        """Back to the queue (q, as on the help screen)."""
         self.app.pop_screen()

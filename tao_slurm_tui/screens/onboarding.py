@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,8 +14,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Collapsible, Footer, Input, Label, Select
 
-from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.preflight import CheckResult, CheckStatus
 from tao_slurm_tui.core.profile import NAME_RE, Profile
+from tao_slurm_tui.core.ssh_hosts import ssh_config_hosts
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
@@ -65,6 +67,15 @@ def profile_errors(values: dict[str, str]) -> dict[str, str]:
     return errors
 
 
+def ssh_config_host_choices(path: Path | None = None) -> list[str]:
+    """The Host aliases of ``~/.ssh/config`` (none when it is missing or unreadable)."""
+    path = path or Path("~/.ssh/config").expanduser()
+    try:
+        return ssh_config_hosts(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return []
+
+
 class OnboardingScreen(Screen[None]):
     """Profile form on the left, the doctor's live check list with fix buttons on the right."""
 
@@ -100,6 +111,13 @@ class OnboardingScreen(Screen[None]):
                 for key, label, placeholder, advanced in PROFILE_FIELDS:
                     if not advanced:
                         yield from self._field(key, label, placeholder, values[key])
+                    if key == "hostnames" and (hosts := ssh_config_host_choices()):
+                        # A Host alias works as is: the connection reads ~/.ssh/config.
+                        yield Select(
+                            [(host, host) for host in hosts],
+                            prompt="or pick a Host from ~/.ssh/config",
+                            id="p-ssh-host",
+                        )
                 with Collapsible(
                     title="Advanced",
                     collapsed=not any(
@@ -124,6 +142,11 @@ class OnboardingScreen(Screen[None]):
                     yield Button("Run checks", id="run")
                 yield VerticalScroll(id="checks")
         yield Footer()
+
+    @on(Select.Changed, "#p-ssh-host")
+    def _ssh_host_chosen(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str):
+            self.query_one("#p-hostnames", Input).value = event.value
 
     def _field(self, key: str, label: str, placeholder: str, value: str) -> ComposeResult:
         yield Label(label, classes="field-label")
@@ -236,8 +259,10 @@ class OnboardingScreen(Screen[None]):
     async def show_results(self, results: list[CheckResult]) -> None:
         """Replace the check list with ``results``."""
         self.results = results
-        failed = sum(r.status == "fail" for r in results)
-        self.doctor_status.update(f"{failed} to fix" if failed else "all good")
+        failed = sum(r.status == CheckStatus.FAIL for r in results)
+        warned = sum(r.status == CheckStatus.WARN for r in results)
+        summary = f"{failed} to fix" if failed else "all good"
+        self.doctor_status.update(f"{summary}, {warned} worth fixing" if warned else summary)
         self.doctor_status.set_class(bool(failed), "-failed")
         await self.checks.remove_children()
         await self.checks.mount_all(CheckRow(result) for result in results)
@@ -265,6 +290,8 @@ class OnboardingScreen(Screen[None]):
                 return
             self.run_fix("install_key", password)
             del password
+        elif action == "create_results_dir":
+            self.run_fix("create_results_dir")
         elif action == "generate_key":
             self.run_fix("generate_key", event.row.take_secret() or None)
         elif action == "set_account":
@@ -312,6 +339,9 @@ class OnboardingScreen(Screen[None]):
             elif action == "generate_key":
                 path = await backend.generate_key(secret)
                 message = f"Key pair generated at {path}."
+            elif action == "create_results_dir":
+                path = await backend.create_results_dir()
+                message = f"{path} created on the cluster."
             else:
                 await backend.fix_key_permissions()
                 message = "Key permissions fixed (0600)."

@@ -61,10 +61,13 @@ class TaoCommands(Provider):
                 "Every job of yours from SLURM accounting, with what it used",
                 app.action_history,
             ),
-            ("Doctor", "Check the set-up and fix what fails", app.action_doctor),
+            (
+                "Set-up",
+                "Edit the cluster profile; run the doctor's checks and fix what fails",
+                app.action_doctor,
+            ),
             ("GPUs free", "Capacity per partition: free GPUs, largest block", app.action_capacity),
             ("All clusters", "Your jobs and free GPUs on every profile", app.action_overview),
-            ("Profiles", "Create or edit a cluster profile", app.action_doctor),
             ("Help", "Every key binding per screen", app.action_help),
         ]
         for name in app.backend.profile_names():

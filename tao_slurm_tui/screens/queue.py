@@ -8,6 +8,7 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.notifications import Notification, Notify
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input
@@ -51,9 +52,11 @@ class QueueScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False, id="queue.clear_filter"),
         Binding("l", "logs", "Logs", id="queue.logs"),
         Binding("c", "cancel_job", "Cancel", id="queue.cancel"),
-        Binding("e", "clone", "Clone", id="queue.clone"),
+        Binding("e", "clone", "Clone", show=False, id="queue.clone"),
         Binding("r", "refresh", "Refresh", id="queue.refresh"),
-        Binding("f", "toggle_finished", "Finished", id="queue.toggle_finished"),
+        Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
+        Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
+        Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
         Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
     ]
 
@@ -82,6 +85,10 @@ class QueueScreen(Screen[None]):
         self._select: str | None = None
         self._timer: Timer | None = None
         self._suspended = True
+        self._delay = self.poll_interval
+        """Wait before the next automatic poll (grows while the cluster is unreachable)."""
+        self._toast: Notification | None = None
+        """The 'Queue not refreshed' toast on screen, replaced rather than stacked."""
 
     @property
     def poll_interval(self) -> float:
@@ -91,7 +98,7 @@ class QueueScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, filter, table, detail, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, "queue")
-        yield Input(placeholder="filter: words matching any column", id="filter")
+        yield Input(placeholder="filter: words matching any column", id="filter", compact=True)
         yield JobTable(id="jobs")
         with VerticalScroll(id="detail-box"):
             yield JobDetail(id="detail")
@@ -135,38 +142,61 @@ class QueueScreen(Screen[None]):
             self._timer = self.set_timer(delay, self.poll, name="queue-poll")
 
     @work(exclusive=True, group="poll", exit_on_error=False)
-    async def poll(self) -> None:
-        """One refresh, then arm the next (backing off while the cluster is unreachable)."""
+    async def poll(self, manual: bool = False) -> None:
+        """One refresh, then arm the next (backing off while the cluster is unreachable).
+
+        Args:
+            manual: Asked for with ``r``: a failure keeps the current back-off instead of
+                doubling it (the user's impatience is not evidence the cluster is further away).
+        """
         self._stop_timer()
-        delay = self.poll_interval
         rearm = True
+        soon = False
         try:
             jobs = await self.ctx.backend.refresh()
         except asyncio.CancelledError:
             rearm = False  # a newer poll replaced this one and arms its own timer
             raise
         except TaoError as error:
-            self.failures += 1
-            delay = min(MAX_BACKOFF, self.poll_interval * 2**self.failures)
+            if not manual or not self.failures:
+                self.failures += 1
+            self._delay = min(MAX_BACKOFF, self.poll_interval * 2**self.failures)
             # Never reached the cluster this session: the profile itself may be the problem.
-            hint = "" if self.polled_ok else " Press d to run the set-up checks."
-            self.notify(
-                f"{error} Trying again in {delay:.0f} s.{hint}",
-                title="Queue not refreshed",
-                severity="error",
+            hint = "" if self.polled_ok else " Press d for the set-up checks."
+            tries = f" (failed {self.failures}x)" if self.failures > 1 else ""
+            self._show_toast(
+                f"{error} Next try in {self._delay:.0f} s, or press r now.{hint}",
+                f"Queue not refreshed{tries}",
             )
         else:
             self.failures = 0
+            self._delay = self.poll_interval
             self.polled_ok = True
+            self._clear_toast()
             self._apply(jobs)
             # The screen is up to date; if the poll asked sacct in the background (jobs that
             # ended), poll again as soon as its answer is in rather than a whole interval later.
-            if await self.ctx.backend.followup():
-                delay = 0.05
+            # (Once: the interval and the back-off stay as they are.)
+            soon = await self.ctx.backend.followup()
         finally:
             self.query_one(AppHeader).refresh()
             if rearm:
-                self._arm(delay)
+                self._arm(0.05 if soon else self._delay)
+
+    def _show_toast(self, message: str, title: str) -> None:
+        """Show the failure toast, replacing the previous one (one toast, not a stack)."""
+        self._clear_toast()
+        # Built here rather than by app.notify so it can be taken down again (Textual's
+        # notify returns nothing); it lasts until the next poll replaces or clears it.
+        self._toast = Notification(
+            message, title, "error", timeout=max(self._delay, self.poll_interval) + 5
+        )
+        self.app.post_message(Notify(self._toast))
+
+    def _clear_toast(self) -> None:
+        toast, self._toast = self._toast, None
+        if toast is not None and toast in self.app._notifications:
+            self.app._unnotify(toast)
 
     # ------------------------------------------------------------------ table
     def _visible(self) -> list[JobRecord]:
@@ -194,10 +224,19 @@ class QueueScreen(Screen[None]):
             self.table.move_cursor(row=self.table.get_row_index(self._select))
             self._select = None
         self._show_detail()
+        self._subtitle()
+
+    def _subtitle(self) -> None:
+        """Counts, the sort and whether finished jobs are shown, under the table."""
         shown, total = self.table.row_count, len(self.all_jobs)
-        self.table.border_subtitle = (
-            f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
-        )
+        count = f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
+        finished = "finished shown (f)" if self.show_finished else "finished hidden (f)"
+        self.table.border_subtitle = f"{count} · sort {self.table.sort_label} (s) · {finished}"
+
+    @on(JobTable.Sorted)
+    def _sorted(self) -> None:
+        self._subtitle()
+        self._show_detail()
 
     def _announce(self, events: list[Transition]) -> None:
         for event in events:
@@ -207,14 +246,20 @@ class QueueScreen(Screen[None]):
 
     def _show_detail(self) -> None:
         job_id = self.table.cursor_job_id
+        moved = job_id != self.detail.job_id
         job = self.all_jobs.get(job_id) if job_id else None
         self.detail.show(job, self.usage.get(job_id or ""))
+        if moved and job_id is not None:
+            self.load_detail(job_id)  # the row under the cursor changed without a highlight
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """Show the highlighted job and fetch its full attempt history."""
-        job_id = event.row_key.value
+        # The cursor, not the event's row: after a filter or a sort the event may name a row
+        # that has moved or gone, and the pane, c and l must all act on the row under the cursor.
+        job_id = self.table.cursor_job_id
         if job_id is not None:
-            self.detail.show(self.all_jobs.get(job_id), self.usage.get(job_id))
+            if self.detail.job_id != job_id:
+                self.detail.show(self.all_jobs.get(job_id), self.usage.get(job_id))
             self.load_detail(job_id)
 
     @work(exclusive=True, group="detail", exit_on_error=False)
@@ -272,8 +317,20 @@ class QueueScreen(Screen[None]):
         )
 
     def action_refresh(self) -> None:
-        """Poll now."""
-        self.poll()
+        """Poll now (a failure does not lengthen the back-off)."""
+        self.poll(manual=True)
+
+    def action_copy_id(self) -> None:
+        """Copy the selected job's id to the clipboard (OSC 52: works over SSH too)."""
+        job = self._selected()
+        if job is not None:
+            self.app.copy_to_clipboard(job.id)
+            self.notify(f"Copied {job.id}.", timeout=2)
+
+    def action_toggle_detail(self) -> None:
+        """Hide or show the details pane (more rows on a small terminal)."""
+        box = self.query_one("#detail-box")
+        box.display = not box.display
 
     def action_logs(self) -> None:
         """Open the selected job's logs."""

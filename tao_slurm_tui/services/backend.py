@@ -287,6 +287,10 @@ class Backend(Protocol):
         """chmod 600 the private key, with the user's consent."""
         ...
 
+    async def create_results_dir(self) -> str:
+        """``mkdir -p`` the profile's results root on the cluster; returns the path."""
+        ...
+
     async def install_credentials(self, ngc_key: str | Secret) -> str:
         """Write the NGC key into the remote enroot credentials (stdin only; never stored).
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from functools import cached_property
 from typing import Any
 
-from tao_slurm_tui.config import Config, state_db_path
+from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.job_output import JobOutput
@@ -36,7 +36,7 @@ from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.history import HistoryService
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
-from tao_slurm_tui.services.onboarding import run_doctor
+from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
 from tao_slurm_tui.services.partitions import offline_limits
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
@@ -46,7 +46,12 @@ class ClusterBackend:
     """Everything the fronts ask of one cluster profile, done by the real services."""
 
     def __init__(
-        self, config: Config, name: str | None = None, *, store: JobStore | None = None
+        self,
+        config: Config,
+        name: str | None = None,
+        *,
+        store: JobStore | None = None,
+        allow_new: bool = False,
     ) -> None:
         """Build the back end of profile ``name`` (nothing is opened until first use).
 
@@ -54,6 +59,7 @@ class ClusterBackend:
             config: the loaded config (profiles, settings).
             name: the profile to use; None: the default (or the one the environment describes).
             store: the job store; default the one under the platform data dir, opened on use.
+            allow_new: an unknown profile is a new one to set up (the TUI), not an error.
 
         Raises:
             ConfigError: unknown profile, or a bad environment override.
@@ -61,7 +67,7 @@ class ClusterBackend:
         self.config = config
         self._name = config.profile_name(name)
         # The one place a profile is read for the cluster: environment overrides applied.
-        self._profile = config.profile(name)
+        self._profile = config.profile(name, allow_new=allow_new)
         self._listeners: list[Callable[[str], None]] = []
         self.conn = Connection(self._profile, on_state=self._on_state)
         if store is not None:
@@ -123,8 +129,15 @@ class ClusterBackend:
         return sorted(self.config.settings.profiles)
 
     def save_profile(self, name: str, profile: Profile, *, make_default: bool = False) -> None:
-        """Save ``profile`` under ``name``; the services pick it up on the next connection."""
+        """Save ``profile`` under ``name`` and make it the active one (as the set-up screen
+        shows it); the services pick it up on the next connection."""
         self.config.upsert_profile(name, profile, make_default=make_default)
+        if name != self._name:
+            # A first start's draft saved under the name the user typed: that is the profile
+            # now, and services built for the old name must not outlive it.
+            self._name = name
+            for service in ("submitter", "monitor"):
+                self.__dict__.pop(service, None)
         if name == self._name:
             self._profile = self.config.profile(name)
             self.conn.profile = self._profile
@@ -252,8 +265,8 @@ class ClusterBackend:
         missing = self._profile.missing_required()
         if missing:
             raise BadInput(
-                f"profile '{self._name}' has no {', '.join(missing)}; set it in the config "
-                "file (or the SLURM_* environment variables) or run the onboarding screen."
+                f"profile '{self._name}' has no {', '.join(missing)}; {how_to_create(self._name)} "
+                "(or set the SLURM_* environment variables)."
             )
 
         def progress(stage: str, detail: str) -> None:
@@ -313,6 +326,12 @@ class ClusterBackend:
     async def fix_key_permissions(self) -> None:
         """chmod 600 the private key (the user agreed)."""
         sshsetup.fix_key_permissions(sshsetup.key_path(self._profile))
+
+    async def create_results_dir(self) -> str:
+        """``mkdir -p`` the results root on the cluster (the doctor's fix)."""
+        path = self._profile.results_root
+        await create_results_dir(self.conn, path)
+        return path
 
     async def install_credentials(self, ngc_key: str | Secret) -> str:
         """The NGC key into the remote enroot credentials, on stdin only; returns the host."""

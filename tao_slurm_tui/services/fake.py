@@ -218,7 +218,7 @@ def seed_doctor() -> list[CheckResult]:
         CheckResult(
             "enroot_credentials",
             "enroot credentials",
-            fail,
+            CheckStatus.WARN,  # what the core says on a Pyxis cluster before the NGC key
             "~/.config/enroot/.credentials is missing (needed for private images).",
             "Install your NGC key.",
             FixAction.INSTALL_CREDENTIALS,
@@ -373,11 +373,17 @@ class FakeBackend:
             job = copy.deepcopy(job)
             epoch = (job.progress.epoch or 0) + 1
             job.progress.epoch = epoch
-            if job.progress.max_epoch and epoch >= job.progress.max_epoch:
+            max_epoch = job.progress.max_epoch or 0
+            # About 3.5 minutes an epoch, as in the seed's eta: the eta shrinks as epochs pass.
+            left = max(0, max_epoch - epoch) * 190
+            job.progress.eta = f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+            if max_epoch and epoch >= max_epoch:
                 job.status = TaoStatus.COMPLETE
                 job.slurm_state = "COMPLETED"
                 job.attempts[-1].state = "COMPLETED"
                 job.attempts[-1].exit_code = "0:0"
+                job.progress.eta = ""  # nothing left to wait for
+                job.progress.status = "SUCCESS"
                 job.message = "Training finished successfully."
             self._jobs[job.id] = job
         self._last_poll = self.clock()
@@ -560,6 +566,11 @@ class FakeBackend:
         """Pretend to chmod 600."""
         self._resolve("fix_permissions")
 
+    async def create_results_dir(self) -> str:
+        """Pretend to mkdir -p the results root."""
+        self._resolve("create_results_dir")
+        return self._profile.results_root
+
     async def install_credentials(self, ngc_key: str | Secret) -> str:
         """Check the key's shape, count the install, keep nothing."""
         if isinstance(ngc_key, Secret):
@@ -579,13 +590,13 @@ class FakeBackend:
     async def read_log(self, job_id: str, stream: LogStreamName) -> AsyncIterator[list[str]]:
         """The seeded lines of the latest attempt."""
         job = await self.job_detail(job_id)
-        if job.latest is not None:
+        if job.latest is not None and job.latest.state != "PENDING":  # pending: no log yet
             yield _log_lines(stream, job.latest.number, self.log_lines)
 
     async def tail_log(self, job_id: str, stream: LogStreamName, lines: int) -> list[str] | None:
         """The last ``lines`` seeded lines of the latest attempt."""
         job = await self.job_detail(job_id)
-        if job.latest is None:
+        if job.latest is None or job.latest.state == "PENDING":
             return None
         return _log_lines(stream, job.latest.number, self.log_lines)[-lines:] if lines else []
 
@@ -603,7 +614,8 @@ class FakeBackend:
         Following on its own (the CLI), it ends once a finished job's lines are out.
         """
         job = await self.job_detail(job_id)
-        attempts = job.attempts or [_attempt(0, 0, "PENDING")]
+        # Only attempts that ran wrote a log: a Pending job has none yet (nor a pending requeue).
+        attempts = [a for a in job.attempts if a.state != "PENDING"]
         if latest_only:
             attempts = attempts[-1:]
         for attempt in attempts:
@@ -617,10 +629,10 @@ class FakeBackend:
             if tail_lines is not None and attempt is attempts[-1]:
                 lines = lines[-tail_lines:] if tail_lines else []
             yield LogBatch(lines, attempt.number, separator if not latest_only else None)
-        last = attempts[-1].number
+        last = attempts[-1].number if attempts else 0
         if on_refresh_error is not None and job.status.terminal:
             return
-        if self.live_log is None:
+        if self.live_log is None or not attempts:
             await asyncio.Event().wait()  # follow forever, quietly, until cancelled
             return
         count, interval = self.live_log

@@ -7,6 +7,7 @@ Every front opens its back end here: each CLI verb (through
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 
 from tao_slurm_tui.config import Config
@@ -24,13 +25,23 @@ def demo_mode(environ: Mapping[str, str] | None = None) -> bool:
     return (os.environ if environ is None else environ).get(DEMO_VARIABLE) == "1"
 
 
-def backend_factory(config: Config, environ: Mapping[str, str] | None = None) -> BackendFactory:
-    """A function opening the back end of any profile of ``config``."""
+def backend_factory(
+    config: Config, environ: Mapping[str, str] | None = None, *, allow_new: bool = False
+) -> BackendFactory:
+    """A function opening the back end of any profile of ``config``.
+
+    Args:
+        config: The loaded config file.
+        environ: The environment (demo mode); default ``os.environ``.
+        allow_new: An unknown profile name opens a draft to set up (the TUI) instead of
+            failing (the CLI verbs).
+    """
     if demo_mode(environ):
         from tao_slurm_tui.services.fake import FakeBackend
 
         def fake(name: str | None) -> Backend:
-            backend = FakeBackend(profile_name=config.profile_name(name))
+            # The real clock, as the header's: a frozen fake would be 'polled 4909h ago'.
+            backend = FakeBackend(profile_name=config.profile_name(name), clock=time.time)
             backend.poll_interval = config.settings.poll_interval
             return backend
 
@@ -39,7 +50,7 @@ def backend_factory(config: Config, environ: Mapping[str, str] | None = None) ->
     from tao_slurm_tui.services.cluster import ClusterBackend
 
     def real(name: str | None) -> Backend:
-        backend: Backend = ClusterBackend(config, name)
+        backend: Backend = ClusterBackend(config, name, allow_new=allow_new)
         return backend
 
     return real

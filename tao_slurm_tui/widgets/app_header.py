@@ -113,10 +113,10 @@ class AppHeader(Widget):
         title = self.get_component_rich_style("app-header--title")
         if self.screen_title:
             text.append("tao-slurm-tui ", style=title)
-            text.append(f"· {self.screen_title}   ")
+            text.append(f"· {self.screen_title}  ")
         else:
-            text.append("tao-slurm-tui   ", style=title)
-        text.append(f"profile {self.backend.profile_name or '-'}   ")
+            text.append("tao-slurm-tui  ", style=title)
+        text.append(f"profile {self.backend.profile_name or '-'}  ")
         if last_poll is None:
             text.append(f"{glyph} {word}", style=style)
         else:

@@ -2,15 +2,44 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Label
 
-from tao_slurm_tui.core.preflight import CheckResult
+from tao_slurm_tui.core.preflight import CheckResult, CheckStatus
 from tao_slurm_tui.widgets.secret_input import SecretInput
 
-GLYPHS = {"pass": "✔", "fail": "✘", "warn": "!", "skip": "–"}  # noqa: RUF001
+
+@dataclass(frozen=True)
+class StatusLook:
+    """How one check status is drawn: glyph, word (screen readers, monochrome) and whether
+    the row offers its fix."""
+
+    glyph: str
+    word: str
+    offers_fix: bool
+
+
+STATUS_LOOKS: dict[CheckStatus, StatusLook] = {
+    CheckStatus.PASS: StatusLook("✔", "ok", offers_fix=False),
+    CheckStatus.FAIL: StatusLook("✘", "to fix", offers_fix=True),
+    CheckStatus.WARN: StatusLook("!", "worth fixing", offers_fix=True),
+    CheckStatus.SKIP: StatusLook("–", "not checked", offers_fix=False),  # noqa: RUF001
+}
+"""The one table from the core's CheckStatus to its look (a test holds it to every member;
+the colour is the row's ``-<status>`` class in DEFAULT_CSS)."""
+
+
+def status_look(status: CheckStatus | str) -> StatusLook:
+    """The look of ``status``; a value this table does not know yet still renders (as '?')."""
+    try:
+        return STATUS_LOOKS[CheckStatus(status)]
+    except (ValueError, KeyError):
+        return StatusLook("?", str(status), offers_fix=True)
+
 
 BUTTON_LABELS = {
     "generate_key": "Generate key",
@@ -19,6 +48,7 @@ BUTTON_LABELS = {
     "fix_permissions": "Fix permissions",
     "install_credentials": "Install NGC key…",
     "set_account": "Use this account",
+    "create_results_dir": "Create it",
 }
 """Fix action → button label."""
 
@@ -42,8 +72,13 @@ class CheckRow(Vertical):
         &.-fail .glyph { color: $error; text-style: bold; }
         &.-warn .glyph { color: $warning; text-style: bold; }
         &.-skip .glyph, &.-skip .name { color: $text-muted; }
-        & .detail { color: $text-muted; padding-left: 2; }
-        & .fix { color: $warning; padding-left: 2; }
+        & .status-word { width: auto; color: $text-muted; text-style: italic; }
+        &.-fail .status-word { color: $error; }
+        &.-warn .status-word { color: $warning; }
+        & .name { width: 1fr; }
+        /* width 100%: long details and fixes wrap instead of running off the pane. */
+        & .detail { color: $text-muted; padding-left: 2; width: 100%; }
+        & .fix { color: $warning; padding-left: 2; width: 100%; }
         & .fix-row { height: auto; padding-left: 2; }
         & .fix-row Button.fix-button {
             margin-right: 1; height: 1; min-width: 10; border-top: none; border-bottom: none;
@@ -74,14 +109,16 @@ class CheckRow(Vertical):
     def compose(self) -> ComposeResult:
         """Glyph + name, detail, fix and its button."""
         result = self.result
+        look = status_look(result.status)
         with Horizontal(classes="check-head"):
-            yield Label(GLYPHS[result.status], classes="glyph")
+            yield Label(look.glyph, classes="glyph")
             yield Label(result.title, classes="name")
+            yield Label(look.word, classes="status-word")
         if result.detail:
             yield Label(result.detail, classes="detail")
-        if result.status in ("fail", "warn") and result.fix:
+        if look.offers_fix and result.fix:
             yield Label(result.fix, classes="fix")
-        if result.status in ("fail", "warn") and result.action in BUTTON_LABELS:
+        if look.offers_fix and result.action in BUTTON_LABELS:
             with Horizontal(classes="fix-row"):
                 if result.action in SECRET_PROMPTS:
                     yield SecretInput(placeholder=SECRET_PROMPTS[result.action], classes="secret")

@@ -43,8 +43,8 @@ def render_detail(job: JobRecord, usage: Usage | None = None) -> RenderableType:
     progress = job.progress
     if progress.epoch is not None:
         line = f"Progress: epoch {progress.epoch}/{progress.max_epoch or '?'}"
-        if progress.eta:
-            line += f" · eta {progress.eta}"
+        if progress.eta and not job.status.terminal:
+            line += f" · eta {progress.eta}"  # a finished job has nothing left to wait for
         if progress.kpi:
             line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
         parts.append(Text(line))
@@ -90,12 +90,15 @@ class JobDetail(Static):
     }
     """
 
+    job_id: str | None = None
+    """Id of the job shown (None: the hint)."""
     _shown: tuple[JobRecord | None, Usage | None] | bool = False
     """What is displayed, with its usage (False: nothing yet)."""
 
     def show(self, job: JobRecord | None, usage: Usage | None = None) -> None:
         """Display ``job`` with its ``usage`` if known (or a hint when nothing is selected); the
         same again is a no-op (a quiet poll must not re-render and re-lay-out the pane)."""
+        self.job_id = job.id if job is not None else None
         shown = (job, usage)
         if self._shown is not False and self._shown == shown:
             return

@@ -21,6 +21,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowDoesNotExist, RowKey
 
@@ -28,6 +29,12 @@ from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.slurm import explain_reason, parse_duration
 from tao_slurm_tui.core.start_estimate import short_time
+
+SLURM_STATES = (
+    "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED",
+    "REQUEUED", "SUSPENDED", "NODE_FAIL",
+)  # fmt: skip
+"""The SLURM states the SLURM column is sized for up front (a rarer, longer one still grows it)."""
 
 COLUMNS: list[tuple[str, str]] = [
     ("id", "Job"),
@@ -174,6 +181,18 @@ class DiffStats:
 class JobTable(DataTable[Cell]):
     """The jobs of the queue, one row per job id."""
 
+    class Sorted(Message):
+        """The sort column or direction changed (the screen redraws its subtitle)."""
+
+        def __init__(self, table: JobTable) -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> JobTable:
+            """The table that was sorted."""
+            return self.table
+
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
         "job-table--pending",
         "job-table--running",
@@ -187,18 +206,24 @@ class JobTable(DataTable[Cell]):
     DEFAULT_CSS = """
     JobTable {
         height: 1fr;
-        & > .job-table--pending { color: $warning; }
-        & > .job-table--running { color: $accent; text-style: bold; }
+        /* Waiting (amber, dim) and working (blue, bold) must differ in every theme: by
+           colour and by weight, so a colour-blind reader or a monochrome theme still tells. */
+        & > .job-table--pending { color: $warning; text-style: italic; }
+        & > .job-table--running { color: $secondary; text-style: bold; }
         & > .job-table--complete { color: $success; }
         & > .job-table--error { color: $error; text-style: bold; }
         & > .job-table--canceled { color: $text-muted; }
-        & > .job-table--paused { color: $secondary; }
+        & > .job-table--paused { color: $accent; text-style: italic; }
         & > .job-table--progress { color: $primary; }
     }
     """
 
     BINDINGS = [
-        Binding("s", "cycle_sort", "Sort", id="queue.sort"),
+        Binding("s", "cycle_sort", "Sort", show=False, id="queue.sort"),
+        Binding("j", "cursor_down", "Down", show=False, id="queue.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="queue.up"),
+        Binding("g,home", "scroll_top", "First job", show=False, id="queue.first"),
+        Binding("G,end", "scroll_bottom", "Last job", show=False, id="queue.last"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -215,6 +240,10 @@ class JobTable(DataTable[Cell]):
         """Component styles looked up this tick (each lookup is a CSS query: not per job)."""
         self._widths: dict[str, int] = {key: cell_len(label) for key, label in COLUMNS}
         """Width of every column: the widest cell seen (plain text), at least the header."""
+        # The status columns fit their longest word from the start, so a job going from
+        # "Running" to "Complete" never shows "Complet" nor shifts the columns to its right.
+        self._widths["status"] = max(self._widths["status"], *map(len, TaoStatus))
+        self._widths["state"] = max(self._widths["state"], *map(len, SLURM_STATES))
 
     def on_mount(self) -> None:
         """Add the columns, each with a fixed width."""
@@ -376,16 +405,39 @@ class JobTable(DataTable[Cell]):
         self.sort_column, self.sort_reverse = column, reverse
         keep = self.cursor_job_id
         self._sort()
+        self._mark_sorted_header()
         if keep is not None:
             self._restore_cursor(keep)
+        self.post_message(self.Sorted(self))
+
+    @property
+    def sort_label(self) -> str:
+        """What the rows are sorted by, in words, with the direction: 'Status ↑'."""
+        label = dict(COLUMNS).get(self.sort_column)
+        if label is None:  # "created": the store's order, newest first
+            return f"submitted {'↑' if self.sort_reverse else '↓'}"  # ↓: newest first
+        return f"{label} {'↓' if self.sort_reverse else '↑'}"
+
+    def _mark_sorted_header(self) -> None:
+        # The sorted column's header carries the arrow (k9s' habit); the others lose theirs.
+        for key, label in COLUMNS:
+            column = self.columns.get(ColumnKey(key))
+            if column is None:
+                continue
+            arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
+            column.label = Text(label + arrow)
+            if cell_len(label + arrow) > self._widths[key]:  # the arrow is never cut off
+                self._widths[key] = column.width = cell_len(label + arrow)
+                self._clear_caches()
+                self._require_update_dimensions = True
+        self.refresh()
 
     def action_cycle_sort(self) -> None:
         """Sort by the next column."""
         keys = ["created"] + [key for key, _ in COLUMNS]
         index = keys.index(self.sort_column) if self.sort_column in keys else 0
         self.sort_by(keys[(index + 1) % len(keys)], reverse=False)
-        label = dict(COLUMNS).get(self.sort_column, "submission time")
-        self.notify(f"Sorted by {label}.", timeout=2)
+        self.notify(f"Sorted by {self.sort_label}.", timeout=2)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """Click a header to sort by it."""

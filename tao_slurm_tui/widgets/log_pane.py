@@ -68,7 +68,8 @@ class LogPane(Vertical):
 
     def _update_status(self, _: object = None) -> None:
         view = self.view
-        parts = [f"main.{self.stream}", f"{view.line_count:,} lines"]
+        lines = f"{view.line_count:,} lines" if view.line_count else "no lines yet"
+        parts = [f"main.{self.stream}", lines]
         if view.dropped:
             parts.append(f"{view.dropped:,} older dropped")
         parts.append("following" if view.follow else "paused (f to follow)")

@@ -101,6 +101,8 @@ class LogView(ScrollView, can_focus=True):
         """Absolute numbers of lines matching the search term, ascending."""
         self._current = -1
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
+        self._jumping = False
+        """True while a search moves the view (reaching the end then must not follow)."""
         self._frame_style: Style | None = None
         """``rich_style`` for the frame being drawn (a CSS walk each time: once per frame)."""
 
@@ -218,6 +220,18 @@ class LogView(ScrollView, can_focus=True):
     def _on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
         self._unfollow()
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Scrolled back down to the last line by hand (keys, wheel, scrollbar): follow again."""
+        super().watch_scroll_y(old_value, new_value)
+        if (
+            not self.follow
+            and not self._jumping
+            and new_value > old_value
+            and new_value >= self.max_scroll_y
+            and self.max_scroll_y > 0
+        ):
+            self.follow = True
+
     # ------------------------------------------------------------------ search
     @property
     def search_term(self) -> str:
@@ -270,11 +284,16 @@ class LogView(ScrollView, can_focus=True):
         self._cache.clear()
         self.follow = False
         line = self._matches[index] - self._dropped
-        self.scroll_to(
-            y=max(0, line - self.scrollable_content_region.height // 2),
-            animate=False,
-            immediate=True,
-        )
+        # A match among the last lines scrolls to the end: that is a search, not a wish to follow.
+        self._jumping = True
+        try:
+            self.scroll_to(
+                y=max(0, line - self.scrollable_content_region.height // 2),
+                animate=False,
+                immediate=True,
+            )
+        finally:
+            self._jumping = False
         self.refresh()
 
     def _forget_dropped_matches(self) -> None:

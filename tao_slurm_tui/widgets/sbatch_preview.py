@@ -36,7 +36,16 @@ class SbatchPreview(TextArea):
         if script != self.text:
             self.load_text(script)
 
-    def show_problem(self, problem: str) -> None:
-        """Keep the last good script, flag it stale and say why."""
-        self.add_class("-invalid")
+    def show_problem(self, problem: str, *, alarm: bool = True) -> None:
+        """Say why there is no script: a script of older values would read as the current one.
+
+        Args:
+            problem: Why (e.g. "2 fields to fix").
+            alarm: Draw the border red (False while the user has not typed yet).
+        """
+        self.set_class(alarm, "-invalid")
         self.border_subtitle = problem
+        # Short lines: the preview is ~30 columns wide at 80x24 and does not wrap.
+        self.load_text(
+            f"# No sbatch script yet:\n# {problem}.\n# It appears once\n# the form is valid."
+        )

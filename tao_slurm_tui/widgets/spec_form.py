@@ -8,6 +8,7 @@ failed submit never clears anything: the form is only written by :meth:`SpecForm
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,23 @@ class Field:
     placeholder: str = ""
 
 
+def example(field: Field) -> str:
+    """The placeholder as shown: visibly an example, never mistaken for a value."""
+    return f"e.g. {field.placeholder}" if field.placeholder else ""
+
+
+def in_words(message: str) -> str:
+    """A validation message with spec keys (``time_hours``) replaced by the form's labels.
+
+    Only the identifiers (with an underscore): plain words such as "name" or "partition" read
+    as English already and may be part of a quoted value.
+    """
+    for field in FIELDS:
+        if "_" in field.key:
+            message = re.sub(rf"\b{field.key}\b", field.label, message)
+    return message
+
+
 FIELDS: list[Field] = [
     Field("name", "Name (job id)", "text", "dino-train-1"),
     Field("image", "Image", "text", DEFAULT_IMAGE),
@@ -41,7 +59,7 @@ FIELDS: list[Field] = [
     Field("cpus_per_task", "CPUs per task", "int", "16"),
     Field("time_hours", "Wall time (h)", "float", "4"),
     Field("timeout_hours", "Command timeout (h)", "float", "3.8"),
-    Field("account", "Account", "text", "(none)"),
+    Field("account", "Account", "text", "edgeai (empty: none)"),
     Field("container_mounts", "Mounts", "list", "/lustre, /data"),
     Field("inputs", "Inputs", "list", "lustre:///lustre/data/train.json"),
     Field("use_requeue", "Requeue", "bool"),
@@ -154,7 +172,7 @@ class SpecForm(VerticalScroll):
                         SuggestFromList(self.partitions) if field.key == "partition" else None
                     )
                     yield Input(
-                        placeholder=field.placeholder,
+                        placeholder=example(field),
                         id=f"f-{field.key}",
                         suggester=suggester,
                         select_on_focus=False,
@@ -195,9 +213,9 @@ class SpecForm(VerticalScroll):
         return spec, errors
 
     def show_errors(self, errors: dict[str, str]) -> None:
-        """Show each field's message under it; clear the others."""
+        """Show each field's message under it (field names in words); clear the others."""
         for field in FIELDS:
-            message = errors.get(field.key, "")
+            message = in_words(errors.get(field.key, ""))
             label = self.query_one(f"#e-{field.key}", Label)
             label.update(message)
             label.set_class(bool(message), "-shown")

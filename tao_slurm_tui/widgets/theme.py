@@ -19,3 +19,22 @@ TAO_DARK = Theme(
     dark=True,
 )
 """Dark theme in NVIDIA green; the only place colours are spelled out."""
+
+TAO_LIGHT = Theme(
+    name="tao-light",
+    primary="#3F6E00",
+    secondary="#1F5FA8",
+    accent="#8A5A00",
+    warning="#9A6700",
+    error="#B42318",
+    success="#2E7D32",
+    foreground="#1F2328",
+    background="#F6F8FA",
+    surface="#FFFFFF",
+    panel="#E6EAEF",
+    dark=False,
+)
+"""The same palette for light terminals (darker hues, so text keeps its contrast)."""
+
+THEMES = (TAO_DARK, TAO_LIGHT)
+"""The app's own themes (registered at start; Textual's built-in ones stay available)."""

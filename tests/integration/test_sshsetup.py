@@ -17,10 +17,8 @@ import fcntl
 import os
 import pwd
 import secrets
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from tao_slurm_tui.remote.connection import AuthenticationFailed, Connection, Un
 from tao_slurm_tui.remote.hostkeys import normalize_public_key
 from tao_slurm_tui.services import sshsetup
 from tests import sandbox
+from tests.integration.fresh_account import password_sshd as start_password_sshd
 
 AUTHORIZED_KEYS = Path(sandbox.HOME) / ".ssh" / "authorized_keys"
 LOCK = "/tmp/tao-sshsetup-test.lock"
@@ -74,12 +73,6 @@ async def test_host_trust_shows_keygen_fingerprint_and_writes_only_when_asked(
 
 
 # ----------------------------------------------------------------------------------- password sshd
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -133,23 +126,6 @@ def password_sshd(
     """
     root = tmp_path_factory.mktemp("sshd2")
     os.chmod(root, 0o755)
-    host_key = root / "host_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
-    port = _free_port()
-    base = (sandbox.STATE_DIR / "ssh" / "sshd_config").read_text().splitlines()
-    replaced = {
-        "Port": str(port),
-        "HostKey": str(host_key),
-        "PidFile": str(root / "sshd.pid"),
-        "PasswordAuthentication": "yes",
-        "KbdInteractiveAuthentication": "yes",
-        "UsePAM": "no",
-        "AllowUsers": sandbox.USER,
-    }
-    lines = [ln for ln in base if ln.split(" ", 1)[0] not in replaced]
-    lines += [f"{k} {v}" for k, v in replaced.items()]
-    config = root / "sshd_config"
-    config.write_text("\n".join(lines) + "\n")
     password = "pw-" + secrets.token_hex(12)
     old_hash = _shadow_hash(sandbox.USER)
     hashed = subprocess.run(
@@ -159,30 +135,12 @@ def password_sshd(
         text=True,
         check=True,
     ).stdout.strip()
-    with _locked(LOCK):
-        proc = subprocess.Popen(
-            ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=open(root / "sshd.log", "w"),  # noqa: SIM115 - closed with the process
-        )
+    with _locked(LOCK), start_password_sshd(root, sandbox.USER) as (port, _host_key):
         try:
             subprocess.run(["usermod", "-p", hashed, sandbox.USER], check=True)
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise AssertionError(
-                            "second sshd did not start: " + (root / "sshd.log").read_text()
-                        ) from None
-                    time.sleep(0.1)
             yield port, password
         finally:
             subprocess.run(["usermod", "-p", old_hash, sandbox.USER], check=True)
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 async def test_generate_and_install_key_with_one_time_password(

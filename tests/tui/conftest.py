@@ -40,3 +40,10 @@ def build_app(backend: FakeBackend, **settings: object) -> TaoSlurmApp:
 def app(fake: FakeBackend) -> TaoSlurmApp:
     """The app on the fake back end."""
     return build_app(fake)
+
+
+@pytest.fixture(autouse=True)
+def _empty_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home without ~/.ssh/config: the set-up screen's Host choices must not depend on the
+    machine the snapshots are taken on."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

@@ -57,7 +57,7 @@ def _app(factory: Clusters | None = None) -> TaoSlurmApp:
 async def _capacity(pilot: Pilot[Any]) -> CapacityScreen:
     await shown(pilot, QueueScreen)
     await settle(pilot)
-    await pilot.press("g")
+    await pilot.press("p")
     screen: CapacityScreen = await shown(pilot, CapacityScreen)
     await wait_for(pilot, lambda: screen.view.report is not None, "the first capacity")
     await settle(pilot)

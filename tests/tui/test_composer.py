@@ -7,6 +7,7 @@ from typing import Any
 from textual.widgets import Input, Label
 
 from tao_slurm_tui.screens.composer import ComposerScreen
+from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
@@ -175,11 +176,95 @@ async def test_save_and_load_toml(app: Any, tmp_path: Any) -> None:
         await wait_for(pilot, path.exists, "the spec file written")
         await _type(pilot, screen, "name", "changed")
         assert screen.current_spec()["name"] == "changed"
-        await pilot.press("ctrl+o")
+        await pilot.press("ctrl+o")  # over unsaved edits: asked first
+        modal = await shown(pilot, ConfirmModal)
+        assert "unsaved changes" in modal.question
+        await pilot.press("y")
         await _enter_path(pilot, path)
         await wait_for(
             pilot, lambda: screen.current_spec()["name"] == "compose-test", "the spec loaded"
         )
+        before = path.read_text(encoding="utf-8")
+        await _type(pilot, screen, "num_gpus", "2")
+        await pilot.press("ctrl+t")  # over an existing file: asked first
+        await _enter_path(pilot, path)
+        modal = await shown(pilot, ConfirmModal)
+        assert "exists. Replace it?" in modal.question
+        await pilot.press("escape")
+        await shown(pilot, ComposerScreen)
+        assert path.read_text(encoding="utf-8") == before
+
+
+async def test_leaving_with_unsaved_edits_asks_first(app: Any) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, GOOD)
+        await pilot.press("escape")  # nothing typed: leaves at once
+        await shown(pilot, QueueScreen)
+        screen = await _open(pilot, GOOD)
+        await _type(pilot, screen, "num_gpus", "2")
+        await pilot.press("escape")
+        modal = await shown(pilot, ConfirmModal)
+        assert "discard your changes" in modal.question
+        await pilot.press("escape")  # no: still composing, edits kept
+        await shown(pilot, ComposerScreen)
+        assert screen.current_spec()["num_gpus"] == 2
+        await pilot.press("escape")
+        await shown(pilot, ConfirmModal)
+        await pilot.press("y")
+        await shown(pilot, QueueScreen)
+
+
+async def test_no_errors_before_typing_and_labels_in_messages(app: Any) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)  # the profile's defaults: the command is still empty
+        assert "command" in screen.errors
+        assert all(_error(screen, key) == "" for key in ("name", "command", "image"))
+        assert not screen.preview.has_class("-invalid")
+        command = screen.query_one("#f-command", Input)
+        assert command.placeholder.startswith("e.g. ")
+        await _type(pilot, screen, "time_hours", "10")
+        await _shows_error(pilot, screen, "time_hours", "Wall time (h)")
+        assert "time_hours" not in _error(screen, "time_hours")
+        assert _error(screen, "command") == ""  # untouched: still quiet
+        await pilot.press("ctrl+s")  # a submit attempt shows every problem
+        await wait_for(pilot, lambda: _error(screen, "command") != "", "the command's error")
+
+
+async def test_duplicate_job_name_flagged_while_typing(app: Any, fake: FakeBackend) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, GOOD)
+        await _type(pilot, screen, "name", "detect-ok")  # a job in the queue
+        await _shows_error(pilot, screen, "name", "exists already")
+        await _type(pilot, screen, "name", "detect-ok-2")
+        await _shows_error(pilot, screen, "name", "")
+
+
+async def test_an_unknown_key_from_a_file_can_be_removed(app: Any, tmp_path: Any) -> None:
+    import tomli_w
+
+    path = tmp_path / "odd.toml"
+    path.write_text(tomli_w.dumps({**GOOD, "gpus_per_node": 4}), encoding="utf-8")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, GOOD)
+        await pilot.press("ctrl+o")
+        await _enter_path(pilot, path)
+        await wait_for(pilot, lambda: "gpus_per_node" in screen.errors, "the unknown key")
+        drop = screen.query_one("#drop-extra")
+        await wait_for(pilot, lambda: drop.display, "the remove button")
+        await pilot.click("#drop-extra")
+        await wait_for(pilot, lambda: screen.errors == {}, "no problem left")
+        assert not drop.display and "gpus_per_node" not in screen.current_spec()
+
+
+async def test_the_preview_never_shows_values_the_form_no_longer_has(app: Any) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, GOOD)
+        assert "--gres=gpu:4" in screen.preview.text
+        await _type(pilot, screen, "num_gpus", "four")
+        await wait_for(pilot, lambda: "gpu:4" not in screen.preview.text, "the old script gone")
+        assert "No sbatch script yet" in screen.preview.text
+        await _type(pilot, screen, "num_gpus", "2")
+        await wait_for(pilot, lambda: "--gres=gpu:2" in screen.preview.text, "the new script")
 
 
 async def _enter_path(pilot: Any, path: Any) -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.binding import Binding
+
 from tao_slurm_tui.screens.confirm import ConfirmModal
+from tao_slurm_tui.screens.context import APP_BINDINGS
 from tao_slurm_tui.screens.help import HelpScreen
 from tao_slurm_tui.screens.help_tables import binding_tables, bindings_markdown
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import settle, shown, wait_for
 
@@ -21,6 +25,26 @@ def test_every_binding_has_an_id_and_appears_in_the_markdown() -> None:
             assert row.binding_id, row
             assert f"`{row.binding_id}`" in markdown
     assert "| `c` | Cancel | `queue.cancel` |" in markdown
+
+
+def _keys(bindings: list[Any]) -> dict[str, str]:
+    """Key -> binding id of ``bindings`` (a "g,home" binding gives two keys)."""
+    keys: dict[str, str] = {}
+    for binding in bindings:
+        assert isinstance(binding, Binding), binding
+        for key in binding.key.split(","):
+            keys[key.strip()] = binding.id or binding.action
+    return keys
+
+
+def test_no_app_key_is_shadowed_on_the_queue() -> None:
+    # The queue (and its focused table) is where the app's keys are pressed most: a key bound
+    # there too would swallow the app's binding (the table's g once hid the GPUs screen).
+    app_keys = _keys(list(APP_BINDINGS))
+    for owner, bindings in (("QueueScreen", QueueScreen.BINDINGS), ("JobTable", JobTable.BINDINGS)):
+        local = _keys(list(bindings))
+        shadowed = {key: (app_keys[key], local[key]) for key in app_keys.keys() & local.keys()}
+        assert not shadowed, f"{owner} shadows app keys: {shadowed}"
 
 
 def test_keymap_is_applied_to_the_tables() -> None:
@@ -61,7 +85,7 @@ async def test_palette_offers_app_commands(app: Any) -> None:
         await shown(pilot, QueueScreen)
         provider = TaoCommands(app.screen)
         names = [hit.text async for hit in provider.discover()]
-        assert {"New job", "Doctor", "Queue", "Help"} <= set(map(str, names))
+        assert {"New job", "Set-up", "Queue", "Help"} <= set(map(str, names))
 
 
 def test_backend_module_does_not_import_textual() -> None:

@@ -196,12 +196,18 @@ async def test_finished_job_notifies_and_rings(fake: FakeBackend) -> None:
 async def test_poll_failure_backs_off_and_shows_down(fake: FakeBackend) -> None:
     fake.refresh_error = "Cannot reach login1.example.org; check the network."
     app = build_app(fake)
-    notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
         assert screen.failures == 1
         assert fake.connection_state == "down"
-        assert any(n.severity == "error" and "Cannot reach" in n.message for n in notes)
+        # The failure toast is replaced by the next one, so it is posted, not app.notify'd.
+        await wait_for(
+            pilot,
+            lambda: any(
+                n.severity == "error" and "Cannot reach" in n.message for n in app._notifications
+            ),
+            "the failure toast",
+        )
         assert screen._timer is not None  # still polling, later
 
 

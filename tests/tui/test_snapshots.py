@@ -1,4 +1,4 @@
-"""Snapshots of every screen and modal at 120x36 on the fake back end with a frozen clock.
+"""Snapshots of every screen and modal at 80x24 and 160x45 on the fake back end with a frozen clock.
 
 Nothing in a snapshot may depend on when it is taken: the clock is frozen, text cursors do not
 blink (``build_app``), and each ``run_before`` waits for the exact state it shows (workers
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -29,9 +30,18 @@ from tao_slurm_tui.screens.trust_host import TrustHostModal
 from tao_slurm_tui.services.fake import FakeBackend
 from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.secret_input import SecretInput
-from tests.tui.conftest import SIZE, build_app, frozen
+from tests.tui.conftest import build_app, frozen
 from tests.tui.test_composer import GOOD
 from tests.tui.waits import settle, shown, wait_for
+
+SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
+"""The smallest terminal the app must work in, and a big one (nothing may be cut off)."""
+
+
+@pytest.fixture(params=list(SIZES.values()), ids=list(SIZES))
+def size(request: pytest.FixtureRequest) -> tuple[int, int]:
+    """Every snapshot at both sizes."""
+    return request.param  # type: ignore[no-any-return]
 
 
 def _app() -> TaoSlurmApp:
@@ -55,22 +65,22 @@ async def _select(pilot: Pilot[Any], screen: QueueScreen, job_id: str, downs: in
     await settle(pilot)  # the detail worker of the highlighted row
 
 
-def test_queue_many_states(snap_compare: Any) -> None:
+def test_queue_many_states(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _queue(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_queue_retried_job_detail(snap_compare: Any) -> None:
+def test_queue_retried_job_detail(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _queue(pilot)
         await _select(pilot, screen, "bert-retried", 4)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_queue_filtered(snap_compare: Any) -> None:
+def test_queue_filtered(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _queue(pilot)
         await pilot.press("slash", *"pending")
@@ -78,10 +88,10 @@ def test_queue_filtered(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: screen.filter_input.has_focus, "the focused filter")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_confirm_cancel_modal(snap_compare: Any) -> None:
+def test_confirm_cancel_modal(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _queue(pilot)
         await _select(pilot, screen, "yolo-finetune", 1)
@@ -89,10 +99,12 @@ def test_confirm_cancel_modal(snap_compare: Any) -> None:
         await shown(pilot, ConfirmModal)
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_logs_mid_stream_with_separator_and_search(snap_compare: Any) -> None:
+def test_logs_mid_stream_with_separator_and_search(
+    snap_compare: Any, size: tuple[int, int]
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await _queue(pilot)
@@ -113,10 +125,10 @@ def test_logs_mid_stream_with_separator_and_search(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: out.match_count == 1 and out.has_focus, "the search done")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_composer_with_errors(snap_compare: Any) -> None:
+def test_composer_with_errors(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await _queue(pilot)
@@ -143,7 +155,7 @@ def test_composer_with_errors(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: image.has_focus, "the focused image field")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
 async def _onboarding(pilot: Pilot[Any]) -> OnboardingScreen:
@@ -159,24 +171,24 @@ async def _onboarding(pilot: Pilot[Any]) -> OnboardingScreen:
     return screen
 
 
-def test_onboarding_with_failing_checks(snap_compare: Any) -> None:
+def test_onboarding_with_failing_checks(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _onboarding(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_trust_host_modal(snap_compare: Any) -> None:
+def test_trust_host_modal(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _onboarding(pilot)
         screen.trust("login1.example.org")
         await shown(pilot, TrustHostModal)
         await pilot.pause()
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_credentials_modal_shows_only_the_mask(snap_compare: Any) -> None:
+def test_credentials_modal_shows_only_the_mask(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await _queue(pilot)
@@ -188,27 +200,27 @@ def test_credentials_modal_shows_only_the_mask(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: len(field.value) == 19, "the typed key")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_help(snap_compare: Any) -> None:
+def test_help(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _queue(pilot)
         await pilot.press("question_mark")
         await shown(pilot, HelpScreen)
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_error_modal(snap_compare: Any) -> None:
+def test_error_modal(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _queue(pilot)
         pilot.app.report_error(RuntimeError("the store is locked"))  # type: ignore[attr-defined]
         await shown(pilot, ErrorModal)
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
 async def _history(pilot: Pilot[Any]) -> HistoryScreen:
@@ -225,21 +237,14 @@ async def _history(pilot: Pilot[Any]) -> HistoryScreen:
     return screen
 
 
-def test_history_80x24(snap_compare: Any) -> None:
+def test_history(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _history(pilot)
 
-    assert snap_compare(_app(), terminal_size=(80, 24), run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 
 
-def test_history_160x45(snap_compare: Any) -> None:
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await _history(pilot)
-
-    assert snap_compare(_app(), terminal_size=(160, 45), run_before=run_before)
-
-
-def test_foreign_job_output(snap_compare: Any) -> None:
+def test_foreign_job_output(snap_compare: Any, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _history(pilot)
         await pilot.press("l")
@@ -247,4 +252,4 @@ def test_foreign_job_output(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: screen.output is not None, "the output")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)

@@ -12,6 +12,7 @@ from tao_slurm_tui.cli import main
 from tao_slurm_tui.config import Settings
 from tao_slurm_tui.core.spec import load_spec
 from tao_slurm_tui.screens.composer import ComposerScreen
+from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
 from tests.tui.conftest import SIZE, frozen
@@ -38,7 +39,9 @@ async def test_initial_spec_opens_the_composer_over_the_queue() -> None:
         await wait_for(
             pilot, lambda: composer.current_spec()["name"] == "train-demo-2", "the typed suffix"
         )
-        await pilot.press("escape")
+        await pilot.press("escape")  # an edited spec: leaving asks first
+        await shown(pilot, ConfirmModal)
+        await pilot.press("y")
         await shown(pilot, QueueScreen)
 
 

@@ -207,3 +207,44 @@ def test_module_entry_point_runs() -> None:
         env={**os.environ},
     )
     assert "render" in out.stdout and "doctor" in out.stdout
+
+
+def test_set_profile_help_lists_every_key(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["config", "set-profile", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for key in Profile.model_fields:
+        assert f"\n  {key} [" in out, key
+    assert "example: tao-slurm-tui config set-profile" in out
+
+
+def test_readme_documents_set_profile_and_creds_check() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "`config set-profile NAME KEY=VALUE" in readme
+    assert "`creds check`" in readme
+
+
+def test_unknown_profile_is_a_draft_for_the_tui_and_an_error_for_verbs(tmp_path: Path) -> None:
+    import getpass
+
+    cfg = Config.load(tmp_path / "none.toml")
+    assert not cfg.has_profile() and not cfg.has_profile("new")
+    draft = cfg.profile("new", environ={}, allow_new=True)
+    assert draft.user == getpass.getuser() and draft.hostnames == []
+    env = {"SLURM_USER": "alice", "SLURM_HOSTNAME": "login1,login2"}
+    from_env = cfg.profile("new", environ=env, allow_new=True)
+    assert (from_env.user, from_env.hostnames) == ("alice", ["login1", "login2"])
+    with pytest.raises(ConfigError) as info:
+        cfg.profile("new", environ={})
+    assert "'tao-slurm-tui'" in str(info.value) and "config set-profile new" in str(info.value)
+
+
+def test_cli_verb_without_a_profile_names_both_ways_to_create_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "none.toml")
+    assert main(["--config", path, "--profile", "lab", "doctor"]) == 2
+    err = capsys.readouterr().err
+    assert "run 'tao-slurm-tui' (no verb)" in err and "config set-profile lab" in err
+    assert "Traceback" not in err

@@ -310,3 +310,14 @@ def test_validate_spec_counts_further_problems() -> None:
         validate_spec(minimal(num_gpus=-1, num_nodes=0), source="form")
     assert str(info.value).startswith("form: field '")
     assert "1 more field with problems" in str(info.value)
+
+
+def test_composer_messages_name_fields_by_their_labels() -> None:
+    from tao_slurm_tui.widgets.spec_form import in_words
+
+    assert in_words("time_hours = 10 is above the limit of partition 'polar'") == (
+        "Wall time (h) = 10 is above the limit of partition 'polar'"
+    )
+    assert in_words("must be 1-64 letters (got 'bad name!')") == (
+        "must be 1-64 letters (got 'bad name!')"
+    )

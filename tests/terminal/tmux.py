@@ -1,0 +1,100 @@
+"""The real ``tao-slurm-tui`` in a real terminal: a detached tmux session a test types into.
+
+Each :class:`Terminal` is its own tmux server (``-L``), so parallel tests never share one; the
+app's exit status is written to a file when it ends (a crash must not look like success).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+TIMEOUT = 60.0
+"""Seconds to wait for a screen (the app starts in ~2 s; a loaded CI box is slower)."""
+
+
+class Terminal:
+    """One tmux session running one command."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        workdir: Path,
+        size: tuple[int, int] = (100, 30),
+    ) -> None:
+        self.socket = f"tao-test-{uuid.uuid4().hex[:8]}"
+        self.status_file = workdir / "exit-status"
+        # Not 2>file: Textual draws on stderr. A traceback stays in the pane after the exit.
+        command = f"{shlex.join(argv)}; echo $? > {shlex.quote(str(self.status_file))}; sleep 600"
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        self._tmux(
+            "new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]),
+            f"env -i {exports} sh -c {shlex.quote(command)}",
+        )  # fmt: skip
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30
+        )
+        if done.returncode != 0:
+            raise AssertionError(f"tmux {args[0]} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    def screen(self) -> str:
+        """The visible text of the pane."""
+        return self._tmux("capture-pane", "-p", "-t", "app")
+
+    def wait_for(self, text: str, timeout: float = TIMEOUT) -> str:
+        """Wait until ``text`` is on the screen; return the screen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if self.exit_status() is not None or time.monotonic() > deadline:
+                pytest.fail(
+                    f"{text!r} never appeared; the screen:\n{screen}\n"
+                    f"exit status: {self.exit_status()}"
+                )
+            time.sleep(0.2)
+
+    def keys(self, *keys: str) -> None:
+        """Type keys (tmux names: 'C-q', 'Enter', 'Escape', or literal text with -l)."""
+        for key in keys:
+            self._tmux("send-keys", "-t", "app", key)
+
+    def text(self, text: str) -> None:
+        """Type ``text`` literally."""
+        self._tmux("send-keys", "-t", "app", "-l", text)
+
+    def exit_status(self) -> int | None:
+        """The app's exit status once it ended, else None."""
+        try:
+            return int(self.status_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def wait_exit(self, timeout: float = TIMEOUT) -> int:
+        """Wait for the app to end; its exit status."""
+        deadline = time.monotonic() + timeout
+        while (status := self.exit_status()) is None:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the app did not exit; the screen:\n{self.screen()}")
+            time.sleep(0.2)
+        return status
+
+    def stderr(self) -> str:
+        """The pane with its scroll-back (after the exit: whatever the app printed last,
+        a traceback included)."""
+        return self._tmux("capture-pane", "-p", "-S", "-500", "-t", "app")
+
+    def close(self) -> None:
+        """Stop this tmux server (and whatever still runs in it)."""
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
