@@ -176,8 +176,8 @@ def how_to_create(name: str) -> str:
     """The one sentence on creating a profile, for every verb that lacks one."""
     return (
         f"run 'tao-slurm-tui' (no verb) to create it on the set-up screen, or in a script: "
-        f"tao-slurm-tui config set-profile {name} user=USER hostnames=LOGIN_HOST "
-        "partition=PARTITION --default"
+        f"'tao-slurm-tui config set-profile {name} user=USER hostnames=LOGIN_HOST "
+        "partition=PARTITION --default'."
     )
 
 

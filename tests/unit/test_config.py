@@ -243,8 +243,9 @@ def test_unknown_profile_is_a_draft_for_the_tui_and_an_error_for_verbs(tmp_path:
 def test_cli_verb_without_a_profile_names_both_ways_to_create_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = str(tmp_path / "none.toml")
-    assert main(["--config", path, "--profile", "lab", "doctor"]) == 2
+    path = tmp_path / "empty.toml"
+    path.write_text("")  # a config file without profiles (a missing --config file is refused)
+    assert main(["--config", str(path), "--profile", "lab", "doctor"]) == 2
     err = capsys.readouterr().err
     assert "run 'tao-slurm-tui' (no verb)" in err and "config set-profile lab" in err
     assert "Traceback" not in err
