@@ -36,8 +36,13 @@ demo: venv cluster-up ## Bring up the sandbox, install its NGC key, open the app
 	$(BIN)/tao-slurm-tui --profile sandbox creds install < "$$($(CLUSTER) info --json | jq -r .ngc_key_file)"
 	$(BIN)/tao-slurm-tui --profile sandbox --spec examples/train-demo.toml
 
+.PHONY: test-tools
+test-tools: ## apt-get what the tests drive besides the cluster (tmux: the app in a real terminal)
+	@command -v tmux >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux </dev/null; }
+
 .PHONY: test
-test: venv ## Install what the tests need, bring up the sandbox, run the whole suite, stop the sandbox
+test: venv test-tools ## Install what the tests need, bring up the sandbox, run the whole suite, stop the sandbox
 	$(CLUSTER) install
 	trap '$(CLUSTER) down' EXIT; \
 	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up && \
