@@ -50,7 +50,7 @@ test: venv test-tools ## Install what the tests need, bring up the sandbox, run 
 	$(BIN)/python -m pytest -ra -m serial $(PYTEST_ARGS)
 
 .PHONY: test-unit
-test-unit: venv ## Unit and TUI tests only (no cluster)
+test-unit: venv test-tools ## Unit and TUI tests only (no cluster)
 	$(BIN)/python -m pytest -n 2 -m "not cluster" -ra $(PYTEST_ARGS)
 
 .PHONY: check
