@@ -22,7 +22,7 @@ NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
 
 NAME_RE = re.compile(rf"^{NAME_PATTERN}$")
 
-_REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 """:data:`NAME_PATTERN` anchored."""
 
 _SLURM_WORD_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -107,7 +107,7 @@ class Profile(BaseModel):
             value = [h.strip() for h in value.split(",") if h.strip()]
         if isinstance(value, list):
             for host in value:
-                if not isinstance(host, str) or not _REGISTRY_HOST_RE.match(host):
+                if not isinstance(host, str) or not REGISTRY_HOST_RE.match(host):
                     raise ValueError(
                         f"{host!r} is not a registry host name; write it without scheme or port,"
                         " e.g. nvcr.io"

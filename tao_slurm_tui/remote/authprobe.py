@@ -10,7 +10,6 @@ password it was given, if any) and records every other prompt instead of answeri
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import asyncssh
 
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.remote.dial import dial
 from tao_slurm_tui.remote.hostkeys import read_known_hosts
 
 _OTP_RE = re.compile(
@@ -122,9 +122,7 @@ async def probe_login(
     error = ""
     ok = False
     try:
-        conn = await asyncio.wait_for(
-            asyncssh.connect(host, client_factory=lambda: client, **options), limit + 1
-        )
+        conn = await dial(host, lambda: client, options, limit + 1)
     except asyncssh.PermissionDenied:
         pass
     except asyncssh.HostKeyNotVerifiable:

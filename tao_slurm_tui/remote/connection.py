@@ -43,6 +43,7 @@ from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import home_path, join, quote
 from tao_slurm_tui.errors import BadInput
+from tao_slurm_tui.remote.dial import dial
 from tao_slurm_tui.remote.errors import (
     AuthenticationFailed,
     CommandTimeout,
@@ -534,11 +535,8 @@ class Connection:
         options = self._options(host)
         timeout = self.profile.connect_timeout
         try:
-            conn = await asyncio.wait_for(
-                asyncssh.connect(host, client_factory=lambda: client, **options),
-                # asyncssh applies connect_timeout itself; this is the outer guard.
-                timeout + 1,
-            )
+            # asyncssh applies connect_timeout itself; this is the outer guard.
+            conn = await dial(host, lambda: client, options, timeout + 1)
         except asyncssh.HostKeyNotVerifiable:
             raise self._host_key_error(host, client) from None
         except asyncssh.PermissionDenied:

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Collapsible, Footer, Input, Label, Select
 
 from tao_slurm_tui.core.preflight import CheckResult, CheckStatus
-from tao_slurm_tui.core.profile import NAME_RE, Profile
+from tao_slurm_tui.core.profile import NAME_RE, REGISTRY_HOST_RE, Profile
 from tao_slurm_tui.core.ssh_hosts import ssh_config_hosts
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
@@ -37,6 +37,12 @@ PROFILE_FIELDS: list[tuple[str, str, str, bool]] = [
     ("account", "Account", "(none)", True),
     ("base_results_dir", "Results root", "/lustre/fsw/users/you", True),
     ("port", "SSH port", "22", True),
+    (
+        "registry_hosts",
+        "Registries for the NGC key (comma list)",
+        "nvcr.io, authn.nvidia.com",
+        True,
+    ),
 ]
 """(field, label, placeholder, advanced) of the profile form, runtime aside."""
 
@@ -64,6 +70,9 @@ def profile_errors(values: dict[str, str]) -> dict[str, str]:
     root = values.get("base_results_dir", "").strip()
     if root and not root.startswith("/"):
         errors["base_results_dir"] = "Must be an absolute path on the cluster."
+    registries = [h.strip() for h in values.get("registry_hosts", "").split(",") if h.strip()]
+    if bad := [h for h in registries if not REGISTRY_HOST_RE.match(h)]:
+        errors["registry_hosts"] = f"Not a registry host (no scheme or port): {bad[0]}."
     return errors
 
 
@@ -121,7 +130,9 @@ class OnboardingScreen(Screen[None]):
                 with Collapsible(
                     title="Advanced",
                     collapsed=not any(
-                        values[k] for k, _, _, adv in PROFILE_FIELDS if adv and k != "port"
+                        values[k]
+                        for k, _, _, adv in PROFILE_FIELDS
+                        if adv and k not in ("port", "registry_hosts")
                     ),
                 ):
                     for key, label, placeholder, advanced in PROFILE_FIELDS:
@@ -163,6 +174,7 @@ class OnboardingScreen(Screen[None]):
             "account": profile.account,
             "base_results_dir": profile.base_results_dir,
             "port": str(profile.port),
+            "registry_hosts": ", ".join(profile.registry_hosts),
         }
 
     def on_mount(self) -> None:
@@ -201,6 +213,7 @@ class OnboardingScreen(Screen[None]):
             account=values["account"].strip(),
             base_results_dir=values["base_results_dir"].strip(),
             port=int(values["port"].strip() or "22"),
+            registry_hosts=values["registry_hosts"].strip() or Profile().registry_hosts,
             container_runtime=values["container_runtime"],
         )
         try:

@@ -9,9 +9,9 @@ spec → submit → the queue shows the job Pending/Running with progress → Co
 
 The journey's wall time, typing excluded (fields are filled programmatically), is printed.
 
-Until the Pyxis sandbox and its registry settings are on main, the set-up is done on the Pyxis
-runtime (so the enroot credentials check is real) and the demo job then runs with
-``container_runtime = none`` (switched on the same set-up screen), as ``info --json`` allows.
+On the Pyxis sandbox the set-up adds the sandbox registry to the profile's registry hosts and
+types the sandbox's real NGC key (the registry refuses any other), so the demo job pulls its image
+with the key installed through the masked field and runs in the container.
 """
 
 from __future__ import annotations
@@ -139,6 +139,8 @@ async def test_first_hour_from_an_empty_home_to_a_finished_job(
             "port": str(account.port),
             "base_results_dir": f"{account.home}/tao",
         }
+        if registry := info.get("registry"):  # the site's own NGC-style registry gets the key too
+            values["registry_hosts"] = f"nvcr.io, authn.nvidia.com, {str(registry).split(':')[0]}"
         for key, value in values.items():
             setup.query_one(f"#p-{key}", Input).value = value
         setup.query_one("#p-container_runtime", Select).value = "pyxis"
@@ -195,15 +197,7 @@ async def test_first_hour_from_an_empty_home_to_a_finished_job(
         assert _status(rows, "enroot_credentials") is CheckStatus.PASS
         timings["credentials pass"] = time.monotonic() - start
 
-        # ---- the demo job (bare srun until the Pyxis sandbox settings are on main)
-        if (
-            info.get("container_runtime") != "pyxis"
-            or "registry_hosts" not in type(app.backend.profile).model_fields
-        ):
-            setup.query_one("#p-container_runtime", Select).value = "none"
-            before = setup.results
-            await pilot.press("ctrl+s")
-            rows = await _doctor_done(pilot, setup, "runtime none", before)
+        # ---- the demo job runs in the container (Pyxis pulls the image with that key)
         if _status(rows, "results_dir") is CheckStatus.FAIL:  # a new account has no such dir
             before = setup.results
             await _press_fix(pilot, rows["results_dir"])

@@ -24,6 +24,12 @@ def test_profile_errors() -> None:
     assert profile_errors({**good, "port": "22"}) == {}
     bad = profile_errors({"name": "a b", "user": "", "hostnames": "", "partition": "", "port": "x"})
     assert set(bad) == {"name", "user", "hostnames", "partition", "port"}
+    registries = {**good, "registry_hosts": "nvcr.io, tao-registry.internal"}
+    assert profile_errors(registries) == {}
+    with_port = profile_errors({**good, "registry_hosts": "nvcr.io, registry.example:5000"})
+    assert with_port == {
+        "registry_hosts": "Not a registry host (no scheme or port): registry.example:5000."
+    }
 
 
 async def _open(pilot: Any) -> OnboardingScreen:
