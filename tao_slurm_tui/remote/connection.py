@@ -82,7 +82,9 @@ __all__ = [
     "UnknownHostKey",
     "check_key_permissions",
     "fetch_host_key",
+    "fetch_profile_host_key",
     "fingerprint",
+    "host_key_target",
     "trust_host_key",
 ]
 
@@ -243,33 +245,103 @@ def _default_identity_files() -> list[Path]:
 # ----------------------------------------------------------------------------------- host keys
 
 
-async def fetch_host_key(host: str, port: int = 22, timeout: float = 10) -> HostKeyInfo:
+_SSH_CONFIG_UNREADABLE = (
+    "~/.ssh/config cannot be read ({exc}); fix that line, or set use_ssh_config = false in the "
+    "profile."
+)
+
+
+def _config_port(profile: Profile) -> int | tuple[()]:
+    """The port argument for asyncssh: ``()`` lets ~/.ssh/config decide (as ``_options`` does)."""
+    return () if profile.use_ssh_config and profile.port == 22 else profile.port
+
+
+async def host_key_target(profile: Profile, host: str) -> tuple[str, int]:
+    """The (host, port) whose key the connection checks in known_hosts for one login host.
+
+    With ``use_ssh_config`` a Host alias resolves like OpenSSH does (HostName, Port,
+    HostKeyAlias), so the doctor looks up, fetches and trusts what the login will verify.
+
+    Raises:
+        BadInput: ~/.ssh/config cannot be parsed.
+    """
+    if not profile.use_ssh_config:
+        return host, profile.port
+    try:
+        options = await asyncssh.SSHClientConnectionOptions.construct(
+            config=(),
+            host=host,
+            port=_config_port(profile),
+            known_hosts=None,
+            client_keys=None,
+            agent_path=None,
+        )
+    except asyncssh.ConfigParseError as exc:
+        raise BadInput(_SSH_CONFIG_UNREADABLE.format(exc=exc)) from None
+    alias = getattr(options, "host_key_alias", None)
+    return str(alias or options.host or host), int(options.port or profile.port)
+
+
+async def fetch_profile_host_key(profile: Profile, host: str) -> HostKeyInfo:
+    """:func:`fetch_host_key` with the profile's SSH options (an ~/.ssh/config alias's HostName,
+    Port and ProxyJump), reported under the name and port known_hosts must hold.
+
+    Raises:
+        ConnectError: the host could not be reached.
+        BadInput: ~/.ssh/config cannot be parsed.
+    """
+    target, port = await host_key_target(profile, host)
+    if not profile.use_ssh_config:
+        return await fetch_host_key(host, profile.port, profile.connect_timeout)
+    info = await fetch_host_key(
+        host, _config_port(profile), profile.connect_timeout, config=(), shown=(host, port)
+    )
+    return HostKeyInfo(target, port, info.key_type, info.fingerprint, info.public_key)
+
+
+async def fetch_host_key(
+    host: str,
+    port: int | tuple[()] = 22,
+    timeout: float = 10,
+    *,
+    config: tuple[()] | None = None,
+    shown: tuple[str, int] | None = None,
+) -> HostKeyInfo:
     """Connect just far enough to read a server's host key (to show it before trusting it).
+
+    ``config=()`` applies ~/.ssh/config (``port=()``: its Port); ``shown`` is the (host, port)
+    named in messages.
 
     Raises:
         ConnectError: the host could not be reached or did not finish the key exchange.
+        BadInput: ~/.ssh/config cannot be parsed.
     """
+    where = "{}:{}".format(*shown) if shown else f"{host}:{port if port != () else 22}"
     key: asyncssh.SSHKey | None = None
     reason = ""
     try:
-        key = await asyncio.wait_for(asyncssh.get_server_host_key(host, port, config=None), timeout)
+        key = await asyncio.wait_for(
+            asyncssh.get_server_host_key(host, port, config=config), timeout
+        )
+    except asyncssh.ConfigParseError as exc:
+        raise BadInput(_SSH_CONFIG_UNREADABLE.format(exc=exc)) from None
     except TimeoutError:
         reason = f"no answer within {timeout:g} s"
     except (OSError, asyncssh.Error) as exc:
         reason = _reason(exc)
     if reason:
         raise ConnectError(
-            f"Could not read the host key of {host}:{port} ({reason}); "
-            "check the host name and port.",
+            f"Could not read the host key of {where} ({reason}); check the host name and port.",
             [(host, reason)],
         )
     if key is None:
         raise ConnectError(
-            f"{host}:{port} presented no host key; ask your cluster admins how to verify it.",
+            f"{where} presented no host key; ask your cluster admins how to verify it.",
             [(host, "no host key")],
         )
     public = normalize_public_key(key.export_public_key("openssh").decode("ascii"))
-    return HostKeyInfo(host, port, public.split()[0], fingerprint(public), public)
+    at_port = port if isinstance(port, int) else 22
+    return HostKeyInfo(host, at_port, public.split()[0], fingerprint(public), public)
 
 
 def _reason(exc: BaseException) -> str:
@@ -553,10 +625,7 @@ class Connection:
                 "in ~/.ssh/config."
             ) from None
         except asyncssh.ConfigParseError as exc:
-            raise BadInput(
-                f"~/.ssh/config cannot be read ({exc}); fix that line, or set use_ssh_config = "
-                "false in the profile."
-            ) from None
+            raise BadInput(_SSH_CONFIG_UNREADABLE.format(exc=exc)) from None
         except TimeoutError:
             raise _HostFailed(f"no answer within {timeout:g} s") from None
         except (OSError, asyncssh.Error) as exc:

@@ -49,7 +49,8 @@ from tao_slurm_tui.remote.connection import (
     KeyPermissionError,
     RemoteError,
     check_key_permissions,
-    fetch_host_key,
+    fetch_profile_host_key,
+    host_key_target,
 )
 from tao_slurm_tui.remote.hostkeys import keys_for_host, read_known_hosts
 from tao_slurm_tui.services.sshsetup import (
@@ -226,20 +227,25 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
     except BadInput as exc:  # a directory, unreadable: the check fails with the fix in words
         return result("host_keys", CheckStatus.FAIL, str(exc)), []
     known: list[str] = []
-    unknown: list[HostKeyInfo] = []
+    unknown: list[tuple[str, HostKeyInfo]] = []  # (login host as configured, its key)
     unreachable: list[tuple[str, str]] = []
     for host in profile.hostnames:
-        if keys_for_host(text, host, profile.port):
+        try:
+            # An ~/.ssh/config alias is looked up as the login verifies it (HostName, Port).
+            target, port = await host_key_target(profile, host)
+        except BadInput as exc:
+            return result("host_keys", CheckStatus.FAIL, str(exc)), []
+        if keys_for_host(text, target, port):
             known.append(host)
             continue
         try:
-            unknown.append(await fetch_host_key(host, profile.port, profile.connect_timeout))
+            unknown.append((host, await fetch_profile_host_key(profile, host)))
         except ConnectError as exc:
             reason = exc.failures[0][1] if exc.failures else str(exc)
             unreachable.append((host, reason))
     if not unknown and not unreachable:
         return result("host_keys", CheckStatus.PASS, f"known in {kh}: {', '.join(known)}"), known
-    parts = [f"{i.host}: not in {kh} ({i.key_type} {i.fingerprint})" for i in unknown]
+    parts = [f"{_named(h, i)}: not in {kh} ({i.key_type} {i.fingerprint})" for h, i in unknown]
     parts += [f"{h}: unreachable ({r})" for h, r in unreachable]
     hosts = [
         {
@@ -248,12 +254,13 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
             "key_type": i.key_type,
             "fingerprint": i.fingerprint,
             "public_key": i.public_key,
+            "login_host": h,
         }
-        for i in unknown
+        for h, i in unknown
     ]
     if unknown:
-        first = unknown[0]
-        scan = f"ssh-keyscan{'' if profile.port == 22 else f' -p {profile.port}'}"
+        login_host, first = unknown[0]
+        scan = f"ssh-keyscan{'' if first.port == 22 else f' -p {first.port}'}"
         fix = (
             f"Check the fingerprint {first.fingerprint} with your cluster admins, then trust it "
             f"(press Trust, or run {scan} {first.host} >> {kh})."
@@ -264,7 +271,7 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
             "; ".join(parts),
             fix,
             FixAction.TRUST_HOST,
-            first.host,
+            login_host,
             hosts=hosts,
             known=known,
         ), known
@@ -278,6 +285,13 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
         hosts=hosts,
         known=known,
     ), known
+
+
+def _named(login_host: str, info: HostKeyInfo) -> str:
+    """``alias (host:port)`` when ~/.ssh/config maps the login host elsewhere."""
+    if login_host == info.host:
+        return login_host
+    return f"{login_host} ({info.host}:{info.port})"
 
 
 def _login_result(

@@ -39,7 +39,7 @@ from tao_slurm_tui.remote.connection import (
     Connection,
     RemoteError,
     UnknownHostKey,
-    fetch_host_key,
+    fetch_profile_host_key,
     trust_host_key,
 )
 from tao_slurm_tui.remote.hostkeys import fingerprint, normalize_public_key
@@ -266,10 +266,7 @@ async def fetch_host_keys(profile: Profile) -> list[HostKeyInfo]:
     Raises:
         ConnectError: a host could not be reached (its name is in the message).
     """
-    return [
-        await fetch_host_key(h, profile.port, timeout=profile.connect_timeout)
-        for h in profile.hostnames
-    ]
+    return [await fetch_profile_host_key(profile, h) for h in profile.hostnames]
 
 
 async def fetch_host(profile: Profile, host: str) -> HostKeyInfo:
@@ -278,7 +275,7 @@ async def fetch_host(profile: Profile, host: str) -> HostKeyInfo:
     Raises:
         ConnectError: the host could not be reached.
     """
-    return await fetch_host_key(host, profile.port, timeout=profile.connect_timeout)
+    return await fetch_profile_host_key(profile, host)
 
 
 def trust_host(profile: Profile, info: HostKeyInfo) -> Path:

@@ -21,6 +21,7 @@ import tomli_w
 from tao_slurm_tui.core.preflight import CheckStatus, FixAction
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.connection import Connection
+from tao_slurm_tui.services import sshsetup
 from tao_slurm_tui.services.onboarding import DoctorReport, create_results_dir, run_doctor
 from tests import sandbox
 
@@ -258,3 +259,49 @@ async def test_pyxis_profile_checks_enroot_and_pyxis_on_a_compute_node(cluster: 
     node = pyxis.detail.split("; on ", 1)[1].split(":", 1)[0]
     assert node in info["nodes"]
     assert "enroot 4.1.2" in pyxis.detail and "Pyxis plugin" in pyxis.detail
+
+
+async def test_ssh_config_alias_is_checked_and_trusted_as_the_login_sees_it(
+    sandbox_profile: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11: a profile naming a ~/.ssh/config Host alias connected, but the doctor's host-key
+    check and its trust fix said "unreachable (name or service not known)"."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True, mode=0o700)
+    (home / ".ssh" / "config").write_text(
+        "Host tao-lab\n"
+        f"  HostName {sandbox.HOST}\n"
+        f"  Port {sandbox.PORT}\n"
+        f"  User {sandbox.USER}\n"
+        f"  IdentityFile {sandbox.SSH_KEY}\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("")
+    profile = sandbox_profile.model_copy(
+        update={
+            "hostnames": ["tao-lab"],
+            "port": 22,  # the alias says 2222
+            "ssh_key_path": "",
+            "known_hosts": str(known_hosts),
+            "use_ssh_config": True,
+        }
+    )
+    report = await run_doctor(profile)
+    hk = report.get("host_keys")
+    assert hk is not None and hk.status is CheckStatus.FAIL, hk
+    assert "unreachable" not in hk.detail
+    assert hk.action is FixAction.TRUST_HOST and hk.target == "tao-lab"
+    expected = subprocess.run(
+        ["ssh-keygen", "-lf", str(sandbox.HOST_KEY_PUB)], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+    assert expected in hk.detail and f"tao-lab ({sandbox.HOST}:{sandbox.PORT})" in hk.detail
+
+    # The trust fix, as the back end runs it for the set-up screen: fetch (shown), then trust.
+    info = await sshsetup.fetch_host(profile, hk.target)
+    assert info.fingerprint == expected
+    sshsetup.trust_host(profile, info)
+    assert known_hosts.read_text().startswith(f"[{sandbox.HOST}]:{sandbox.PORT} ")
+    after = statuses(await run_doctor(profile))
+    assert after["host_keys"] == "pass" and after["login"] == "pass", after
