@@ -22,10 +22,10 @@ from tao_slurm_tui.errors import TaoError
 
 _HELP = {
     "render": "print the sbatch script for a spec (no network)",
-    "submit": "validate, stage and submit a spec; print the job id",
+    "submit": "validate, stage and submit a spec (or a pipeline); print the job id(s)",
     "status": "jobs with their status (one monitor tick first)",
     "logs": "print or follow main.out / main.err of a job's latest attempt",
-    "cancel": "cancel every attempt of a job",
+    "cancel": "cancel every attempt of a job (--pipeline ID: every step of a pipeline)",
     "doctor": "preflight checks, each with a fix; exit 0 iff all pass",
     "creds": "install the NGC key into the remote enroot credentials (from stdin)",
     "config": "config file helpers (config path)",

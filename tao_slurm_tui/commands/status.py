@@ -2,7 +2,8 @@
 
 One monitor tick first (states updated, due retries performed), then the jobs are printed. With
 ``--json`` a list of ``{"id","status","slurm_state","slurm_job_id","retries","reason","message",
-"usage"}`` (``usage``: what a finished job used, one sacct call for all of them; null otherwise)
+"usage"}``, plus ``pipeline_id`` and ``pipeline_step`` (1-based) for a pipeline's steps
+(``usage``: what a finished job used, one sacct call for all of them; null otherwise)
 (one list per tick with ``--watch``, one per line). ``--watch`` ticks again every
 ``poll_interval`` seconds until every listed job is terminal. If the cluster cannot be reached
 the last known state is printed and the exit code is 1.
@@ -15,6 +16,7 @@ import asyncio
 import json
 
 from tao_slurm_tui.commands.context import CliContext
+from tao_slurm_tui.core import pipelines
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
@@ -36,34 +38,44 @@ def _short(text: str, width: int) -> str:
 
 
 def format_table(jobs: list[JobRecord]) -> str:
-    """The human-readable job table."""
+    """The human-readable job table; the steps of a pipeline are grouped under one line that
+    names the step in progress."""
     if not jobs:
         return "No jobs yet; submit one with 'tao-slurm-tui submit SPEC.toml'."
     rows = [("ID", "STATUS", "SLURM STATE", "SLURM ID", "RETRIES", "PROGRESS", "MESSAGE")]
-    for job in jobs:
-        progress = ""
-        if job.progress.epoch is not None:
-            progress = f"epoch {job.progress.epoch}"
-            if job.progress.max_epoch:
-                progress += f"/{job.progress.max_epoch}"
-            if job.progress.eta:
-                progress += f" eta {job.progress.eta}"
-        rows.append(
-            (
-                job.id,
-                str(job.status),
-                job.slurm_state,
-                job.slurm_job_id,
-                str(job.retries),
-                progress,
-                _short(job.message, 70),
+    for item in pipelines.group(jobs):
+        if isinstance(item, pipelines.Pipeline):
+            rows.append(
+                (f"pipeline {item.pipeline_id}", str(item.status), "", "", "", "", item.summary)
             )
-        )
+            for step in item.steps:
+                rows.append(_row(step, f"  {step.pipeline_step + 1}/{len(item.steps)} {step.id}"))
+        else:
+            rows.append(_row(item, item.id))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in rows
     ).rstrip()
+
+
+def _row(job: JobRecord, label: str) -> tuple[str, str, str, str, str, str, str]:
+    progress = ""
+    if job.progress.epoch is not None:
+        progress = f"epoch {job.progress.epoch}"
+        if job.progress.max_epoch:
+            progress += f"/{job.progress.max_epoch}"
+        if job.progress.eta:
+            progress += f" eta {job.progress.eta}"
+    return (
+        label,
+        str(job.status),
+        job.slurm_state,
+        job.slurm_job_id,
+        str(job.retries),
+        progress,
+        _short(job.message, 70),
+    )
 
 
 def _job_json(job: JobRecord, usage: dict[str, Usage]) -> dict[str, object]:

@@ -1,6 +1,8 @@
 """``tao-slurm-tui submit SPEC.toml [--dry-run] [--json]``: validate, stage and submit a job.
 
-Prints the job id (``--json``: ``{"id", "slurm_job_id", "job_dir"}``); progress lines and
+Prints the job id (``--json``: ``{"id", "slurm_job_id", "job_dir"}``); a pipeline spec (with
+``[[then]]`` steps) prints every step's id, one a line (``--json`` adds ``pipeline_id`` and
+``steps``: every step's id, slurm_job_id and job_dir); progress lines and
 warnings go to stderr. ``--dry-run`` validates (including the remote path checks and the
 partition's real MaxTime), prints the batch script and stages nothing. Exit codes: 0 submitted,
 1 the operation failed (SLURM refused, connection), 2 bad input (spec, missing input paths).
@@ -51,14 +53,24 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     result = ctx.run(lambda backend: _submit(args, ctx, backend))
     for warning in result.warnings:
         print(f"tao-slurm-tui: warning: {warning}", file=ctx.stderr)
+    steps = [result, *result.steps]
     if result.dry_run:
         if args.json:
-            ctx.out(json.dumps({**result.to_json(), "dry_run": True, "script": result.script}))
+            data = {**result.to_json(), "dry_run": True, "script": result.script}
+            if result.steps:
+                data["steps"] = [{"id": r.id, "script": r.script} for r in steps]
+            ctx.out(json.dumps(data))
         else:
-            ctx.stdout.write(result.script)
+            for index, step in enumerate(steps):
+                if result.steps:
+                    after = f", after {steps[index - 1].id} completed" if index else ""
+                    ctx.out(f"# ===== step {index + 1} of {len(steps)}: {step.id}{after} =====")
+                ctx.stdout.write(step.script)
         return 0
     if args.json:
         ctx.out(json.dumps(result.to_json()))
     else:
-        ctx.out(result.id)
+        # A pipeline: every step's id, in order (one per line).
+        for step in steps:
+            ctx.out(step.id)
     return 0

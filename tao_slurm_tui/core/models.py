@@ -138,6 +138,10 @@ class JobRecord:
     """SLURM id of the SQSH conversion job, if one was submitted for this job."""
     created_at: float = 0.0
     updated_at: float = 0.0
+    pipeline_id: str = ""
+    """The pipeline the job is a step of (the first step's id); '' for a single job."""
+    pipeline_step: int = 0
+    """Index of the step in its pipeline (0 = the first step)."""
 
     @property
     def latest(self) -> Attempt | None:
@@ -169,8 +173,9 @@ class JobRecord:
 
     def status_json(self) -> dict[str, Any]:
         """The ``status --json`` contract: id, status, slurm_state, slurm_job_id, retries,
-        reason, message."""
-        return {
+        reason, message; and for a pipeline's step ``pipeline_id`` and ``pipeline_step``
+        (1-based, as the CLI and the queue show it)."""
+        data: dict[str, Any] = {
             "id": self.id,
             "status": str(self.status),
             "slurm_state": self.slurm_state,
@@ -179,6 +184,10 @@ class JobRecord:
             "reason": self.reason,
             "message": self.message,
         }
+        if self.pipeline_id:
+            data["pipeline_id"] = self.pipeline_id
+            data["pipeline_step"] = self.pipeline_step + 1
+        return data
 
 
 @dataclass(frozen=True)
@@ -219,7 +228,21 @@ class SubmitResult:
     """Login host that accepted the job."""
     adopted: bool = False
     """The SLURM job was found by name after a lost connection instead of confirmed by sbatch."""
+    steps: list[SubmitResult] = field(default_factory=list)
+    """For a pipeline: the follow-up steps, in order (this result is the first step)."""
 
-    def to_json(self) -> dict[str, str]:
-        """The ``submit --json`` contract: id, slurm_job_id, job_dir."""
-        return {"id": self.id, "slurm_job_id": self.slurm_job_id, "job_dir": self.job_dir}
+    def to_json(self) -> dict[str, Any]:
+        """The ``submit --json`` contract: id, slurm_job_id, job_dir; for a pipeline also
+        ``pipeline_id`` and ``steps`` (every step's id, slurm_job_id, job_dir, first included)."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "slurm_job_id": self.slurm_job_id,
+            "job_dir": self.job_dir,
+        }
+        if self.steps:
+            data["pipeline_id"] = self.id
+            data["steps"] = [
+                {"id": r.id, "slurm_job_id": r.slurm_job_id, "job_dir": r.job_dir}
+                for r in (self, *self.steps)
+            ]
+        return data

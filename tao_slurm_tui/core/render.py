@@ -171,6 +171,7 @@ def plan_launch(
     max_retries: int = MAX_RETRIES,
     sqsh_fallback: str | None = None,
     require_sqsh: bool = False,
+    pipeline_env: Mapping[str, str] | None = None,
 ) -> LaunchPlan:
     """Compute and check every value of the batch script (see :func:`render_sbatch`).
 
@@ -222,6 +223,7 @@ def plan_launch(
     exported: dict[str, str] = {
         "TAO_JOB_ID": spec.name,
         "TAO_API_RESULTS_DIR": paths.results_root,
+        **(pipeline_env or {}),
         **spec.env,
     }
     rendezvous: list[str] = []
@@ -313,6 +315,69 @@ class LaunchOptions(TypedDict, total=False):
     max_retries: int
     sqsh_fallback: str | None
     require_sqsh: bool
+    pipeline_env: Mapping[str, str] | None
+
+
+def pipeline_env(pipeline_id: str, step: int, previous_results_dir: str = "") -> dict[str, str]:
+    """What a pipeline's step sees: ``TAO_PIPELINE_ID``, ``TAO_PIPELINE_STEP`` (1-based) and,
+    from the second step on, ``TAO_PREVIOUS_RESULTS_DIR`` (the previous step's
+    ``<base>/results/<id>``, where its container wrote its results)."""
+    env = {"TAO_PIPELINE_ID": pipeline_id, "TAO_PIPELINE_STEP": str(step + 1)}
+    if previous_results_dir:
+        env["TAO_PREVIOUS_RESULTS_DIR"] = previous_results_dir
+    return env
+
+
+PREVIEW_AFTER = "0"
+"""Stand-in SLURM id of a pipeline's previous step in a preview (replaced by words)."""
+
+
+def show_preview_dependency(script: str) -> str:
+    """A preview's script with the stand-in previous-step id replaced by what goes there."""
+    return script.replace(f"afterok:{PREVIEW_AFTER}\n", "afterok:<SLURM id of the previous step>\n")
+
+
+def render_steps(spec: JobSpec, profile: Profile, **options: Unpack[LaunchOptions]) -> list[str]:
+    """The batch script of every step of ``spec`` (one for a single job), as a preview: each
+    later step waits for a placeholder previous-step id and sees the previous step's results
+    dir. ``options`` as :func:`render_sbatch`.
+
+    Raises:
+        BadInput: a value the cluster would refuse, in any step.
+    """
+    from tao_slurm_tui.core.spec import pipeline_steps
+
+    steps = pipeline_steps(spec)
+    if len(steps) == 1:
+        return [render_sbatch(spec, profile, **options)]
+    base = options.get("base") or profile.results_root
+    scripts: list[str] = []
+    previous = ""
+    for index, step in enumerate(steps):
+        step_options: LaunchOptions = {
+            **options,
+            "pipeline_env": pipeline_env(steps[0].name, index, previous),
+        }
+        if index:
+            own = options.get("dependency") or ""
+            step_options["dependency"] = ",".join(d for d in (own, f"afterok:{PREVIEW_AFTER}") if d)
+        scripts.append(show_preview_dependency(render_sbatch(step, profile, **step_options)))
+        previous = JobPaths(base, step.name).results_dir
+    return scripts
+
+
+def join_steps(texts: Sequence[str], spec: JobSpec) -> str:
+    """Several steps' scripts (or entrypoints) as one text, each under a header line."""
+    from tao_slurm_tui.core.spec import pipeline_steps
+
+    if len(texts) == 1:
+        return texts[0]
+    steps = pipeline_steps(spec)
+    parts = []
+    for index, (step, text) in enumerate(zip(steps, texts, strict=True)):
+        after = f", after {steps[index - 1].name} completed" if index else ""
+        parts.append(f"# ===== step {index + 1} of {len(steps)}: {step.name}{after} =====\n{text}")
+    return "\n".join(parts)
 
 
 def render_sbatch(spec: JobSpec, profile: Profile, **options: Unpack[LaunchOptions]) -> str:
@@ -330,13 +395,26 @@ def render_sbatch(spec: JobSpec, profile: Profile, **options: Unpack[LaunchOptio
             used only with requeue on), ``max_retries`` (self-requeues on infrastructure
             failures), ``sqsh_fallback`` (SQSH file the script checks at start, magic ``hsqs``:
             run from it when valid, else warn in main.err and use the registry image) and
-            ``require_sqsh`` (with ``sqsh_fallback``, stop instead of falling back).
+            ``require_sqsh`` (with ``sqsh_fallback``, stop instead of falling back) and
+            ``pipeline_env`` (a pipeline step's variables, :func:`pipeline_env`).
 
     Raises:
         BadInput: a value the cluster would refuse (see :func:`plan_launch`).
     """
     plan = plan_launch(spec, profile, **options)
     return template_environment().get_template(SBATCH_TEMPLATE).render(**plan.context())
+
+
+def render_pipeline(
+    spec: JobSpec, profile: Profile, *, entrypoint: bool = False, **options: Unpack[LaunchOptions]
+) -> str:
+    """What ``render`` shows for ``spec``: its batch script (or entrypoint); for a pipeline
+    every step's, one after the other under a header line."""
+    from tao_slurm_tui.core.spec import pipeline_steps
+
+    if entrypoint:
+        return join_steps([render_entrypoint(s) for s in pipeline_steps(spec)], spec)
+    return join_steps(render_steps(spec, profile, **options), spec)
 
 
 def render_entrypoint(spec: JobSpec) -> str:

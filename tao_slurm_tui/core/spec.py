@@ -21,9 +21,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails
@@ -53,12 +56,49 @@ RESERVED_ENV = frozenset(
         "NUM_GPU_PER_NODE",
         "MASTER_ADDR",
         "NODE_RANK",
+        "TAO_PIPELINE_ID",
+        "TAO_PIPELINE_STEP",
+        "TAO_PREVIOUS_RESULTS_DIR",
     }
 )
 """Variables the sbatch script sets itself; a spec may not override them."""
 
+STEP_FIELDS = (
+    "action",
+    "command",
+    "num_nodes",
+    "num_gpus",
+    "cpus_per_task",
+    "time_hours",
+    "timeout_hours",
+    "partition",
+    "env",
+    "specs",
+)
+"""Keys of a ``[[then]]`` table: the action's name, its command, its own resources, ``env``
+added to the parent's and ``specs`` replacing the parent's. Everything else (image, account,
+mounts, requeue, SQSH) is the parent's."""
+
+MAX_STEPS = 16
+"""Most steps a pipeline may have (the parent job and up to 15 follow-up actions)."""
+
 SECRET_ENV = frozenset({"NGC_KEY", "NGC_API_KEY", "NGC_CLI_API_KEY"})
 """Secrets that must never be written into a staged file: they go through ``creds install``."""
+
+
+def _env_strings(value: Any) -> Any:
+    # TOML gives numbers and booleans; the environment only has strings.
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(item, bool):
+                out[key] = "true" if item else "false"
+            elif isinstance(item, int | float):
+                out[key] = str(item)
+            else:
+                out[key] = item
+        return out
+    return value
 
 
 def _no_bool(value: Any) -> Any:
@@ -66,6 +106,64 @@ def _no_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError(f"must be a number, not {str(value).lower()}")
     return value
+
+
+class StepSpec(BaseModel):
+    """A follow-up action of a pipeline (one ``[[then]]`` table of ``SPEC.toml``).
+
+    It runs in the parent's image once the step before it completed (``afterok``); fields left
+    out are the parent's. Every value is checked again as part of the step's own job spec
+    (:func:`pipeline_steps`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str
+    """The action's name (``evaluate``, ``export``): the step's job id is
+    ``<parent name>-<action>``."""
+    command: str
+    """The step's bash command line."""
+    num_nodes: int | None = None
+    num_gpus: int | None = None
+    cpus_per_task: int | None = None
+    time_hours: float | None = None
+    timeout_hours: float | None = None
+    partition: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    """Added to (and overriding) the parent's ``[env]``."""
+    specs: dict[str, Any] | None = None
+    """The step's TAO experiment spec; default the parent's."""
+
+    @field_validator("action")
+    @classmethod
+    def _check_action(cls, value: str) -> str:
+        if not NAME_RE.match(value) or value in {".", ".."}:
+            raise ValueError(f"must be 1-64 letters, digits, '.', '_' or '-' (got {value!r})")
+        return value
+
+    @field_validator(
+        "num_nodes", "num_gpus", "cpus_per_task", "time_hours", "timeout_hours", mode="before"
+    )
+    @classmethod
+    def _numbers_not_bools(cls, value: Any) -> Any:
+        return _no_bool(value)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_scalars(cls, value: Any) -> Any:
+        return _env_strings(value)
+
+    @model_serializer(mode="wrap")
+    def _dump(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        # What the step leaves to the parent is not written (TOML has no null).
+        data: dict[str, Any] = handler(self)
+        return {key: value for key, value in data.items() if value is not None}
+
+    def overrides(self) -> dict[str, Any]:
+        """The job-spec fields this step sets (``action`` and ``env`` excluded)."""
+        return self.model_dump(mode="json", exclude={"action", "env"})
 
 
 class JobSpec(BaseModel):
@@ -107,6 +205,19 @@ class JobSpec(BaseModel):
     """Environment variables exported into the container."""
     specs: dict[str, Any] = Field(default_factory=dict)
     """TAO experiment spec, staged as ``specs/<name>.json``; path values are converted."""
+    then: list[StepSpec] = Field(default_factory=list, max_length=MAX_STEPS - 1)
+    """Follow-up actions (``[[then]]`` tables): with any, the spec is a pipeline whose steps
+    are submitted at once, each after the previous one completed (see :func:`pipeline_steps`)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        # A single job dumps exactly as before pipelines existed (stored specs, Save, JSON).
+        data: dict[str, Any] = handler(self)
+        if not self.then:
+            data.pop("then", None)
+        return data
 
     # ------------------------------------------------------------------ field rules
 
@@ -219,18 +330,7 @@ class JobSpec(BaseModel):
     @field_validator("env", mode="before")
     @classmethod
     def _env_scalars(cls, value: Any) -> Any:
-        # TOML gives numbers and booleans; the environment only has strings.
-        if isinstance(value, Mapping):
-            out: dict[Any, Any] = {}
-            for key, item in value.items():
-                if isinstance(item, bool):
-                    out[key] = "true" if item else "false"
-                elif isinstance(item, int | float):
-                    out[key] = str(item)
-                else:
-                    out[key] = item
-            return out
-        return value
+        return _env_strings(value)
 
     @field_validator("env")
     @classmethod
@@ -269,6 +369,34 @@ class JobSpec(BaseModel):
         # (4 h → 3.8 h) instead of failing on the 3.8 h default.
         if "time_hours" in self.model_fields_set and "timeout_hours" not in self.model_fields_set:
             self.timeout_hours = round(self.time_hours * TIMEOUT_FRACTION, 4)
+        return self
+
+    @model_validator(mode="after")
+    def _check_steps(self) -> JobSpec:
+        # After _derive_timeout: a step inherits the parent's (derived) timeout.
+        if not self.then:
+            return self
+        parent = self.model_dump(mode="json")
+        seen = {self.name}
+        for number, step in enumerate(self.then, start=2):
+            data = step_data(parent, step)
+            where = f"step {number} ({step.action!r})"
+            if len(data["name"]) > 64:
+                raise ValueError(
+                    f"{where}: its job id {data['name']!r} is longer than 64 characters; "
+                    "shorten the job's name or the action"
+                )
+            if data["name"] in seen:
+                raise ValueError(
+                    f"{where}: its job id {data['name']!r} is already used by an earlier step; "
+                    "give every action its own name"
+                )
+            seen.add(data["name"])
+            try:
+                JobSpec.model_validate(data)
+            except ValidationError as exc:
+                field, message = next(iter(_errors_by_field(exc).items()))
+                raise ValueError(f"{where}: field '{field}' {message}") from None
         return self
 
     # ------------------------------------------------------------------ derived values
@@ -318,6 +446,42 @@ class JobSpec(BaseModel):
     def to_toml(self) -> str:
         """The spec as TOML text (for the composer's Save)."""
         return tomli_w.dumps(self.model_dump(mode="json"))
+
+
+# ---------------------------------------------------------------------- pipelines
+
+
+def step_data(parent: Mapping[str, Any], step: StepSpec) -> dict[str, Any]:
+    """The job-spec fields of a follow-up ``step`` of ``parent`` (a spec as a dict).
+
+    Everything is the parent's except what the step sets; ``env`` is merged; a step that sets
+    ``time_hours`` alone gets the derived timeout, not the parent's.
+    """
+    data = {key: value for key, value in parent.items() if key != "then"}
+    changes = step.overrides()
+    if "time_hours" in changes and "timeout_hours" not in changes:
+        data.pop("timeout_hours", None)
+    data.update(changes)
+    data["env"] = {**dict(parent.get("env") or {}), **step.env}
+    data["name"] = f"{parent['name']}-{step.action}"
+    return data
+
+
+def pipeline_steps(spec: JobSpec) -> list[JobSpec]:
+    """Every step of ``spec`` as its own job spec, in order: the parent job first (without
+    ``then``), then one per ``[[then]]`` table. A single job gives ``[spec]``.
+
+    Raises:
+        BadInput: a step is invalid (cannot happen for a validated spec).
+    """
+    if not spec.then:
+        return [spec]
+    parent = spec.model_dump(mode="json", exclude_unset=True)
+    parent.pop("then", None)
+    steps = [validate_spec(parent)]
+    for number, step in enumerate(spec.then, start=2):
+        steps.append(validate_spec(step_data(parent, step), source=f"step {number}"))
+    return steps
 
 
 # ---------------------------------------------------------------------- [specs] helpers
@@ -395,13 +559,36 @@ def _message(error: ErrorDetails) -> str:
     return f"{item}is invalid: {error['msg']}"
 
 
-def _errors_by_field(exc: ValidationError) -> dict[str, str]:
+def _errors_by_field(exc: ValidationError, data: Mapping[str, Any] | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for error in exc.errors():
         loc = error["loc"]
         field = str(loc[0]) if loc else "spec"
+        if not loc and str((error.get("ctx") or {}).get("error", "")).startswith("step "):
+            out.setdefault("then", _message(error))  # a step's check (JobSpec._check_steps)
+            continue
+        if field == "then" and len(loc) >= 3 and isinstance(loc[1], int):
+            out.setdefault(field, _step_message(error, data))
+            continue
         out.setdefault(field, _message(error))
     return out
+
+
+def _step_message(error: ErrorDetails, data: Mapping[str, Any] | None) -> str:
+    """``step N ('action'): field 'x' ...`` for an error inside a ``[[then]]`` table."""
+    loc = error["loc"]
+    index = int(loc[1])
+    action = ""
+    steps = (data or {}).get("then")
+    if isinstance(steps, list) and index < len(steps) and isinstance(steps[index], Mapping):
+        name = steps[index].get("action")
+        action = f" ({name!r})" if isinstance(name, str) and name else ""
+    inner: ErrorDetails = {**error, "loc": tuple(loc[2:])}
+    if error["type"] == "extra_forbidden":
+        message = f"is not a known field of a [[then]] step; allowed: {', '.join(STEP_FIELDS)}"
+    else:
+        message = _message(inner)
+    return f"step {index + 2}{action}: field '{loc[2]}' {message}"
 
 
 def spec_errors(data: Mapping[str, Any]) -> dict[str, str]:
@@ -412,7 +599,7 @@ def spec_errors(data: Mapping[str, Any]) -> dict[str, str]:
     try:
         JobSpec.model_validate(dict(data))
     except ValidationError as exc:
-        return _errors_by_field(exc)
+        return _errors_by_field(exc, data)
     return {}
 
 
@@ -489,10 +676,13 @@ def validate_spec(data: Mapping[str, Any], *, source: str = "spec") -> JobSpec:
     try:
         return JobSpec.model_validate(dict(data))
     except ValidationError as exc:
-        errors = _errors_by_field(exc)
+        errors = _errors_by_field(exc, data)
         field, message = next(iter(errors.items()))
         more = len(errors) - 1
         suffix = f" ({more} more field{'s' if more > 1 else ''} with problems)" if more else ""
+        if field == "then" and message.startswith("step "):
+            # A [[then]] step's problem names the step and its field itself.
+            raise BadInput(f"{source}: {message}{suffix}.") from None
         raise BadInput(f"{source}: field '{field}' {message}{suffix}.") from None
 
 

@@ -169,6 +169,17 @@ class Backend(Protocol):
         """
         ...
 
+    async def cancel_pipeline(self, pipeline_id: str) -> list[JobRecord]:
+        """scancel every step of a pipeline that has not ended, in one command.
+
+        Returns:
+            Every step as it is now, in order.
+
+        Raises:
+            BadInput: no pipeline has this id.
+        """
+        ...
+
     async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
         """What the given finished jobs used (latest attempt), by TAO id; one sacct call.
 
@@ -233,6 +244,10 @@ class Backend(Protocol):
         """Validate (remote paths too), stage and submit exactly once; report each stage.
 
         With ``dry_run`` everything is checked and the script rendered; nothing is staged.
+
+        A spec with ``[[then]]`` steps is a pipeline: every step is submitted, each held by
+        SLURM until the previous one completed (``afterok``); the result is the first step's,
+        the others in ``steps``.
 
         Raises:
             BadInput: the spec or the profile is invalid, or an input path does not exist.

@@ -24,7 +24,7 @@ from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
+from tao_slurm_tui.core.render import render_pipeline
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
 from tao_slurm_tui.core.start_estimate import StartEstimate
@@ -202,9 +202,13 @@ class ClusterBackend:
         return self.store.require(self._name, job_id)
 
     async def cancel(self, job_id: str) -> JobRecord:
-        """scancel every attempt of the job."""
+        """scancel every attempt of the job (and the later steps of its pipeline)."""
         self.store.require(self._name, job_id)
         return await self.monitor.cancel(job_id)
+
+    async def cancel_pipeline(self, pipeline_id: str) -> list[JobRecord]:
+        """scancel every step of the pipeline that has not ended, in one command."""
+        return await self.monitor.cancel_pipeline(pipeline_id)
 
     # ------------------------------------------------------------------ history
 
@@ -249,9 +253,9 @@ class ClusterBackend:
     def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
         """The sbatch script (or the staged entrypoint) the spec would submit (no network)."""
         valid = spec_for(spec, self._profile)
-        if entrypoint:
-            return render_entrypoint(valid)
-        return render_sbatch(valid, self._profile, partition_limits=self._limits())
+        return render_pipeline(
+            valid, self._profile, entrypoint=entrypoint, partition_limits=self._limits()
+        )
 
     async def submit(
         self,
@@ -272,7 +276,7 @@ class ClusterBackend:
         def progress(stage: str, detail: str) -> None:
             on_progress(SubmitStage(stage), detail)
 
-        return await self.submitter.submit(valid, dry_run=dry_run, on_progress=progress)
+        return await self.submitter.submit_pipeline(valid, dry_run=dry_run, on_progress=progress)
 
     # ------------------------------------------------------------------ capacity
 

@@ -28,9 +28,15 @@ from tao_slurm_tui.core.models import (
 from tao_slurm_tui.core.partitions import HOUR, PartitionLimits
 from tao_slurm_tui.core.preflight import CheckResult, CheckStatus, DoctorReport, FixAction
 from tao_slurm_tui.core.profile import NAME_RE, Profile
-from tao_slurm_tui.core.render import render_entrypoint, render_sbatch
+from tao_slurm_tui.core.render import render_pipeline
 from tao_slurm_tui.core.secrets import Secret
-from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
+from tao_slurm_tui.core.spec import (
+    JobSpec,
+    default_spec,
+    pipeline_steps,
+    spec_errors_for_profile,
+    spec_for,
+)
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.services.backend import (
@@ -407,15 +413,42 @@ class FakeBackend:
             raise BadInput(f"No job named {job_id!r}; check the id in the queue.") from None
 
     async def cancel(self, job_id: str) -> JobRecord:
-        """Mark the job Canceled (finished jobs stay as they are)."""
+        """Mark the job Canceled (finished jobs stay as they are), and the later steps of its
+        pipeline with the reason."""
         job = await self.job_detail(job_id)
         if not job.status.terminal:
-            job.status = TaoStatus.CANCELED
-            job.slurm_state = "CANCELLED"
-            if job.attempts:
-                job.attempts[-1].state = "CANCELLED"
-            self._jobs[job_id] = copy.deepcopy(job)
-        return job
+            self._mark_canceled(job, "Canceled by the user.")
+            why = f"Canceled: the previous step was canceled ({job.id})."
+            for step in self._steps(job.pipeline_id):
+                if step.pipeline_step > job.pipeline_step:
+                    self._mark_canceled(step, why)
+        return copy.deepcopy(self._jobs[job_id])
+
+    async def cancel_pipeline(self, pipeline_id: str) -> list[JobRecord]:
+        """Mark every step of the pipeline that has not ended Canceled."""
+        await asyncio.sleep(0)
+        steps = self._steps(pipeline_id)
+        if not steps:
+            raise BadInput(f"No pipeline named {pipeline_id!r}; check the id in the queue.")
+        for step in steps:
+            self._mark_canceled(step, "Canceled by the user (the whole pipeline).")
+        return [copy.deepcopy(self._jobs[s.id]) for s in steps]
+
+    def _steps(self, pipeline_id: str) -> list[JobRecord]:
+        if not pipeline_id:
+            return []
+        found = [j for j in self._jobs.values() if j.pipeline_id == pipeline_id]
+        return sorted(found, key=lambda j: j.pipeline_step)
+
+    def _mark_canceled(self, job: JobRecord, message: str) -> None:
+        if job.status.terminal:
+            return
+        job.status = TaoStatus.CANCELED
+        job.slurm_state = "CANCELLED"
+        job.message = message
+        if job.attempts:
+            job.attempts[-1].state = "CANCELLED"
+        self._jobs[job.id] = copy.deepcopy(job)
 
     # ---------------------------------------------------------------- composer
     # ---------------------------------------------------------------- history
@@ -458,9 +491,9 @@ class FakeBackend:
     def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
         """The real sbatch script (core.render) for the fake profile."""
         valid = spec_for(spec, self._profile)
-        if entrypoint:
-            return render_entrypoint(valid)
-        return render_sbatch(valid, self._profile, partition_limits=FAKE_LIMITS)
+        return render_pipeline(
+            valid, self._profile, entrypoint=entrypoint, partition_limits=FAKE_LIMITS
+        )
 
     async def submit(
         self,
@@ -486,27 +519,45 @@ class FakeBackend:
             await asyncio.sleep(0)
         if self.submit_error:
             raise OperationFailed(self.submit_error)
-        if valid.name in self._jobs:
-            raise BadInput(f"A job named {valid.name!r} exists; pick another name.")
-        self._next_slurm_id += 1
-        now = self.clock()
-        job = JobRecord(
-            id=valid.name,
-            profile=self._profile_name,
-            spec=valid.model_dump(mode="json") if isinstance(spec, JobSpec) else dict(spec),
-            base_results_dir=root,
-            status=TaoStatus.PENDING,
-            slurm_state="PENDING",
-            attempts=[_attempt(0, self._next_slurm_id, "PENDING", reason="Priority")],
-            submitted=True,
-            created_at=now + self._next_slurm_id,
-            updated_at=now,
-        )
-        self._jobs[job.id] = job
+        steps = pipeline_steps(valid)
+        for step in steps:
+            if step.name in self._jobs:
+                raise BadInput(f"A job named {step.name!r} exists; pick another name.")
+        results: list[SubmitResult] = []
+        for index, step in enumerate(steps):
+            self._next_slurm_id += 1
+            now = self.clock()
+            reason = "Priority" if index == 0 else f"Dependency (afterok:{self._next_slurm_id - 1})"
+            job = JobRecord(
+                id=step.name,
+                profile=self._profile_name,
+                spec=step.model_dump(mode="json")
+                if isinstance(spec, JobSpec) or len(steps) > 1
+                else dict(spec),
+                base_results_dir=root,
+                status=TaoStatus.PENDING,
+                slurm_state="PENDING",
+                attempts=[_attempt(0, self._next_slurm_id, "PENDING", reason=reason)],
+                submitted=True,
+                created_at=now + self._next_slurm_id,
+                updated_at=now,
+                pipeline_id=steps[0].name if len(steps) > 1 else "",
+                pipeline_step=index,
+            )
+            self._jobs[job.id] = job
+            results.append(
+                SubmitResult(
+                    job.id,
+                    str(self._next_slurm_id),
+                    root,
+                    script=script,
+                    login_host=FAKE_HOST,
+                )
+            )
         on_progress(SubmitStage.DONE, "")
-        return SubmitResult(
-            job.id, str(self._next_slurm_id), root, script=script, login_host=FAKE_HOST
-        )
+        first = results[0]
+        first.steps = results[1:]
+        return first
 
     # ---------------------------------------------------------------- capacity
     async def capacity(self) -> CapacityReport:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import itertools
 import logging
 import os
 import time
@@ -64,7 +65,7 @@ from tao_slurm_tui.core.slurm import (
     queue_command,
 )
 from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
-from tao_slurm_tui.errors import OperationFailed, TaoError
+from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
 from tao_slurm_tui.services.store import JobStore, submit_lock
 
@@ -384,6 +385,9 @@ class Monitor:
                     result.changed.append(w.job.id)
                 result.events.extend(w.events)
         self._refresh_cache(work, stale)
+        if any(j.pipeline_id for j in self._cache.values()):
+            # From the cache alone; a remote command only when a step must change.
+            await self._follow_pipelines(result)
         # Accounting rows are kept only while their job is still active (bounded by N active).
         active = {ids[j.id] for j in jobs if not self._cache.get(j.id, j).status.terminal}
         self._accounting = {k: v for k, v in self._accounting.items() if k in active}
@@ -799,7 +803,9 @@ class Monitor:
         """scancel every SLURM id of the job (all attempts, a pending SQSH conversion) in one
         command; ids SLURM no longer knows count as success. The job ends Canceled.
 
-        A job that already finished is returned unchanged.
+        A step of a pipeline takes the steps after it along (same command): they end Canceled
+        with the reason "the previous step was canceled". A job that already finished is
+        returned unchanged.
 
         Raises:
             BadInput: no such job.
@@ -807,43 +813,196 @@ class Monitor:
             RemoteError: the cluster could not be reached.
         """
         async with self._exclusive():
-            job = self.store.require(self.profile_name, job_id)
-            if not job.submitted and not job.status.terminal:
-                # A submit that died after sbatch: find its SLURM job first, or the cancel
-                # would leave it running.
-                await self._reconcile_interrupted(only=job_id)
-                job = self.store.require(self.profile_name, job_id)
+            job = await self._settled_record(job_id)
             if job.status.terminal:
                 return job
-            ids = list(dict.fromkeys(a.slurm_job_id for a in job.attempts if a.slurm_job_id))
+            later = [
+                step
+                for step in self.store.pipeline(self.profile_name, job.pipeline_id)
+                if step.pipeline_step > job.pipeline_step and not step.status.terminal
+            ]
+            why = f"Canceled: the previous step was canceled ({job.id})."
+            await self._cancel([(job, "Canceled by the user."), *((s, why) for s in later)])
+            return self.store.require(self.profile_name, job_id)
+
+    async def cancel_pipeline(self, pipeline_id: str) -> list[JobRecord]:
+        """Cancel every step of a pipeline that has not ended, in one ``scancel``.
+
+        Returns:
+            Every step of the pipeline as it is now, in order.
+
+        Raises:
+            BadInput: no pipeline has this id.
+            OperationFailed: SLURM refused (e.g. not your job).
+            RemoteError: the cluster could not be reached.
+        """
+        async with self._exclusive():
+            steps = self.store.pipeline(self.profile_name, pipeline_id)
+            if not steps:
+                raise BadInput(
+                    f"There is no pipeline '{pipeline_id}' in profile '{self.profile_name}'; "
+                    "run 'tao-slurm-tui status' to list the pipelines."
+                )
+            alive = [await self._settled_record(s.id) for s in steps if not s.status.terminal]
+            why = "Canceled by the user (the whole pipeline)."
+            await self._cancel([(s, why) for s in alive if not s.status.terminal])
+            return self.store.pipeline(self.profile_name, pipeline_id)
+
+    async def _settled_record(self, job_id: str) -> JobRecord:
+        """The stored job; a submit that died after sbatch is reconciled first (its SLURM job
+        found by name), or a cancel would leave it running."""
+        job = self.store.require(self.profile_name, job_id)
+        if not job.submitted and not job.status.terminal:
+            await self._reconcile_interrupted(only=job_id)
+            job = self.store.require(self.profile_name, job_id)
+        return job
+
+    async def _cancel(self, jobs: Sequence[tuple[JobRecord, str]]) -> None:
+        """scancel every SLURM id of ``jobs`` in one command, then mark each Canceled with its
+        message. Call under :meth:`_exclusive`.
+
+        Raises:
+            OperationFailed: SLURM refused.
+            RemoteError: the cluster could not be reached (nothing was marked).
+        """
+        ids: list[str] = []
+        for job, _ in jobs:
+            ids += [a.slurm_job_id for a in job.attempts if a.slurm_job_id]
             if job.sqsh_job_id:
                 ids.append(job.sqsh_job_id)
-            if ids:
-                result = await self.conn.run(
-                    join(["scancel", *ids]), timeout=self.profile.command_timeout
+        ids = list(dict.fromkeys(ids))
+        if ids:
+            result = await self.conn.run(
+                join(["scancel", *ids]), timeout=self.profile.command_timeout
+            )
+            if not result.ok:
+                detail = result.stderr.strip().splitlines()[-1:] or [
+                    f"exit status {result.exit_status}"
+                ]
+                names = ", ".join(job.id for job, _ in jobs)
+                raise OperationFailed(
+                    f"scancel refused to cancel {names} ({detail[0]}); check that the job "
+                    "belongs to you and try again."
                 )
-                if not result.ok:
-                    detail = result.stderr.strip().splitlines()[-1:] or [
-                        f"exit status {result.exit_status}"
-                    ]
-                    raise OperationFailed(
-                        f"scancel refused to cancel {job_id} ({detail[0]}); check that the job "
-                        "belongs to you and try again."
-                    )
+        for job, message in jobs:
+            own = [a.slurm_job_id for a in job.attempts if a.slurm_job_id]
+            if job.sqsh_job_id:
+                own.append(job.sqsh_job_id)
             self.store.update_job(
                 self.profile_name,
-                job_id,
+                job.id,
                 status=TaoStatus.CANCELED,
-                slurm_state="CANCELLED" if ids else job.slurm_state,
-                message="Canceled by the user.",
+                slurm_state="CANCELLED" if own else job.slurm_state,
+                message=message,
             )
             self.store.add_event(
                 self.profile_name,
-                job_id,
+                job.id,
                 "cancel",
-                f"scancel {' '.join(ids)}" if ids else "canceled before submission",
+                (f"scancel {' '.join(own)}" if own else "canceled before submission")
+                + ("" if message == "Canceled by the user." else f": {message}"),
             )
-            return self.store.require(self.profile_name, job_id)
+
+    # ------------------------------------------------------------------ pipelines
+
+    async def _follow_pipelines(self, result: TickResult) -> None:
+        """Keep every pipeline moving after a tick changed one of its steps.
+
+        From the stored records only (no remote command unless something must change):
+
+        * a step after one that ended Error or Canceled is cancelled (``scancel``) and ends
+          Canceled with "the previous step failed": SLURM would leave it pending forever with
+          ``DependencyNeverSatisfied``;
+        * a step held with ``DependencyNeverSatisfied`` behind a step that was retried under a
+          new SLURM id is re-pointed at the retry (``scontrol update JobId=<step>
+          Dependency=afterok:<new id>``): SLURM never re-evaluates a failed dependency.
+        """
+        doomed: list[tuple[JobRecord, str]] = []
+        repoint: list[tuple[JobRecord, str]] = []
+        pipelines: dict[str, list[JobRecord]] = {}
+        for job in self._cache.values():
+            if job.pipeline_id:
+                pipelines.setdefault(job.pipeline_id, []).append(job)
+        for steps in pipelines.values():
+            steps.sort(key=lambda j: j.pipeline_step)
+            failed: JobRecord | None = None
+            for previous, step in itertools.pairwise(steps):
+                if failed is None and previous.status in (TaoStatus.ERROR, TaoStatus.CANCELED):
+                    failed = previous
+                if step.status.terminal or not step.submitted or not step.attempts:
+                    continue
+                if failed is not None:
+                    doomed.append((step, pipeline_failed(failed)))
+                elif (target := _repoint_target(previous, step)) and not self._repointed(
+                    step, target
+                ):
+                    repoint.append((step, target))
+        if not doomed and not repoint:
+            return
+        async with self._exclusive():
+            # Another process may have acted meanwhile: decide again on the stored records.
+            doomed = [
+                (fresh, why)
+                for job, why in doomed
+                if (fresh := self.store.get(self.profile_name, job.id)) is not None
+                and not fresh.status.terminal
+            ]
+            if doomed:
+                try:
+                    await self._cancel(doomed)
+                except TaoError as exc:
+                    result.warning = result.warning or f"cancelling a pipeline's steps: {exc}"
+                else:
+                    for job, why in doomed:
+                        result.events.append(MonitorEvent(job.id, "canceled", f"{job.id}: {why}"))
+                        result.changed.append(job.id)
+            if repoint:
+                await self._repoint(repoint, result)
+        for job_id in {job.id for job, _ in (*doomed, *repoint)}:
+            fresh = self.store.get(self.profile_name, job_id)
+            if fresh is not None:
+                self._cache[job_id] = fresh
+        self._version = None  # read everything again next tick
+        result.jobs = list(self._cache.values())
+
+    def _repointed(self, step: JobRecord, target: str) -> bool:
+        return any(
+            e.kind == "dependency" and e.text.endswith(f"afterok:{target}")
+            for e in self.store.events(self.profile_name, step.id)
+        )
+
+    async def _repoint(self, moves: Sequence[tuple[JobRecord, str]], result: TickResult) -> None:
+        """``scontrol update JobId=<step> Dependency=afterok:<target>`` for every move, in one
+        command; each move that worked is written to the step's event log."""
+        parts = [
+            join(["scontrol", "update", f"JobId={step.slurm_job_id}", f"Dependency=afterok:{to}"])
+            + f' 2>&1; printf "%s%s %s\\n" "$M" {quote(step.id)} "$?"'
+            for step, to in moves
+        ]
+        try:
+            out = await self.conn.run(_script([*parts]), timeout=self.profile.command_timeout)
+        except TaoError as exc:
+            result.warning = result.warning or f"re-pointing a pipeline's dependency: {exc}"
+            return
+        codes: dict[str, str] = {}
+        for line in out.stdout.splitlines():
+            if line.startswith(_MARK):
+                job_id, _, code = line[len(_MARK) :].rpartition(" ")
+                codes[job_id] = code.strip()
+        for step, target in moves:
+            if codes.get(step.id) != "0":
+                log.warning("re-pointing %s at %s failed: %s", step.id, target, out.stdout[-300:])
+                continue
+            text = (
+                f"the previous step was retried as SLURM job {target}: SLURM job "
+                f"{step.slurm_job_id} now waits for it (Dependency=afterok:{target})"
+            )
+            self.store.add_event(self.profile_name, step.id, "dependency", text)
+            self.store.update_job(
+                self.profile_name, step.id, message="Waiting for the retried previous step."
+            )
+            result.events.append(MonitorEvent(step.id, "state", f"{step.id}: {text}"))
+            result.changed.append(step.id)
 
     async def _reconcile_interrupted(self, only: str | None = None) -> bool:
         """Reconcile "submitting" records whose submitter is gone; True if any was changed."""
@@ -872,6 +1031,43 @@ class Monitor:
 
 
 # ----------------------------------------------------------------------------------- helpers
+
+
+NEVER_SATISFIED = "DependencyNeverSatisfied"
+"""squeue's reason for a job whose ``afterok`` job failed: SLURM holds it forever."""
+
+_FAILED_STATES = frozenset(
+    {"FAILED", "NODE_FAIL", "BOOT_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE"}
+)
+
+
+def pipeline_failed(failed: JobRecord) -> str:
+    """The message of a step cancelled because ``failed`` (an earlier step) did not complete."""
+    if failed.status is TaoStatus.CANCELED:
+        return f"Canceled: the previous step was canceled ({failed.id})."
+    return f"Canceled: the previous step failed ({failed.id} ended {failed.status})."
+
+
+def _repoint_target(previous: JobRecord, step: JobRecord) -> str:
+    """The SLURM id ``step`` must wait for instead, or '' when its dependency is fine.
+
+    Only a step SLURM holds with ``DependencyNeverSatisfied`` is moved, and only onto an
+    attempt of the previous step that has not failed (a retry, or the one that completed).
+    """
+    if step.status is not TaoStatus.PENDING or NEVER_SATISFIED not in step.reason:
+        return ""
+    latest = previous.latest
+    if (
+        latest is None
+        or not latest.slurm_job_id
+        or (previous.status.terminal and (previous.status is not TaoStatus.COMPLETE))
+    ):
+        return ""
+    if latest.number == 0 and previous.status is not TaoStatus.COMPLETE:
+        return ""  # the step was not retried: nothing to move to (yet)
+    if latest.state.split(" ")[0] in _FAILED_STATES:
+        return ""
+    return latest.slurm_job_id
 
 
 def _copy(job: JobRecord) -> JobRecord:

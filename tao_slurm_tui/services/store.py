@@ -91,6 +91,12 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE attempts ADD COLUMN timeout_restarts INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: TAO pipelines: the steps of one pipeline share its id and are ordered by step.
+    """
+    ALTER TABLE jobs ADD COLUMN pipeline_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE jobs ADD COLUMN pipeline_step INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX jobs_pipeline ON jobs (profile, pipeline_id, pipeline_step);
+    """,
 ]
 """Schema steps; step N (1-based) brings ``user_version`` from N-1 to N."""
 
@@ -105,6 +111,8 @@ _JOB_FIELDS = (
     "progress",
     "submitted",
     "sqsh_job_id",
+    "pipeline_id",
+    "pipeline_step",
 )
 _ATTEMPT_FIELDS = tuple(f.name for f in fields(Attempt) if f.name != "number")
 
@@ -320,8 +328,8 @@ class JobStore:
             created = record.created_at or now
             db.execute(
                 "INSERT INTO jobs (profile, id, spec, base_results_dir, status, slurm_state, "
-                "message, progress, submitted, sqsh_job_id, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "message, progress, submitted, sqsh_job_id, created_at, updated_at, "
+                "pipeline_id, pipeline_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.profile,
                     record.id,
@@ -335,6 +343,8 @@ class JobStore:
                     record.sqsh_job_id,
                     created,
                     now,
+                    record.pipeline_id,
+                    int(record.pipeline_step),
                 ),
             )
             for attempt in record.attempts:
@@ -391,6 +401,17 @@ class JobStore:
         with self._reading():  # attaches the real file once another process created it
             other = int(self._db.execute("PRAGMA data_version").fetchone()[0])
             return self._db.total_changes, other
+
+    def pipeline(self, profile: str, pipeline_id: str) -> list[JobRecord]:
+        """The steps of pipeline ``pipeline_id`` of ``profile``, in step order ([] if none)."""
+        if not pipeline_id:
+            return []
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT * FROM jobs WHERE profile = ? AND pipeline_id = ? ORDER BY pipeline_step",
+                (profile, pipeline_id),
+            ).fetchall()
+            return [self._record(r, self._attempts(self._db, profile, r["id"])) for r in rows]
 
     def active(self, profile: str) -> list[JobRecord]:
         """Non-terminal jobs of ``profile`` (what the monitor polls), oldest first."""
@@ -624,6 +645,8 @@ class JobStore:
                 sqsh_job_id=_slurm_id(row["sqsh_job_id"]),
                 created_at=float(row["created_at"]),
                 updated_at=float(row["updated_at"]),
+                pipeline_id=str(row["pipeline_id"]),
+                pipeline_step=int(row["pipeline_step"]),
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise self._damaged(row["profile"], row["id"], exc) from None

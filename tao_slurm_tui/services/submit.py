@@ -51,9 +51,16 @@ from tao_slurm_tui.core.models import Attempt, JobRecord, SubmitResult, TaoStatu
 from tao_slurm_tui.core.partitions import split_partitions
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.render import plan_launch, render_entrypoint, render_sbatch
+from tao_slurm_tui.core.render import (
+    PREVIEW_AFTER,
+    pipeline_env,
+    plan_launch,
+    render_entrypoint,
+    render_sbatch,
+    show_preview_dependency,
+)
 from tao_slurm_tui.core.slurm import parse_sbatch_output
-from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.spec import JobSpec, pipeline_steps
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import (
     CommandTimeout,
@@ -97,6 +104,25 @@ class SbatchRejected(OperationFailed):
         super().__init__(message)
         self.slurm_message = slurm_message
         """The ``sbatch: error:`` lines."""
+
+
+@dataclass(frozen=True)
+class PipelineLink:
+    """Where a job sits in a pipeline (:meth:`Submitter.submit_pipeline`)."""
+
+    pipeline_id: str
+    """The pipeline's id: its first step's id."""
+    step: int
+    """0 for the first step."""
+    after: str = ""
+    """SLURM id of the previous step (``--dependency=afterok:<after>``); '' for the first step
+    (and in a dry run, where the script shows a placeholder)."""
+    previous_results_dir: str = ""
+    """The previous step's results dir (``TAO_PREVIOUS_RESULTS_DIR``)."""
+
+    def env(self) -> dict[str, str]:
+        """The step's pipeline variables."""
+        return pipeline_env(self.pipeline_id, self.step, self.previous_results_dir)
 
 
 @dataclass(frozen=True)
@@ -271,7 +297,12 @@ def env_file(spec: JobSpec) -> str:
 
 
 def meta_file(
-    spec: JobSpec, profile_name: str, profile: Profile, plan: SqshPlan | None, created: float
+    spec: JobSpec,
+    profile_name: str,
+    profile: Profile,
+    plan: SqshPlan | None,
+    created: float,
+    pipeline: PipelineLink | None = None,
 ) -> str:
     """Content of ``meta/<id>.json``: what was submitted, from where, with which image."""
     meta: dict[str, Any] = {
@@ -290,6 +321,12 @@ def meta_file(
             "action": plan.action,
             "path": plan.sqsh_path,
             "conversion_job_id": plan.conversion_job_id,
+        }
+    if pipeline is not None:
+        meta["pipeline"] = {
+            "id": pipeline.pipeline_id,
+            "step": pipeline.step + 1,
+            "after_slurm_job_id": pipeline.after,
         }
     return json.dumps(meta, indent=2, sort_keys=True) + "\n"
 
@@ -346,13 +383,17 @@ class Submitter:
         *,
         dry_run: bool = False,
         on_progress: ProgressCallback | None = None,
+        pipeline: PipelineLink | None = None,
     ) -> SubmitResult:
         """Validate, stage and submit ``spec`` exactly once.
 
         Args:
-            spec: the validated spec.
+            spec: the validated spec (a single job or one step of a pipeline; see
+                :meth:`submit_pipeline` for a spec with ``[[then]]`` steps).
             dry_run: validate (remote paths too) and render; stage and submit nothing.
             on_progress: ``(stage, detail)`` callback for the UI.
+            pipeline: the step's place in its pipeline (recorded with the job; the script
+                depends on the previous step with ``afterok`` and exports its results dir).
 
         Returns:
             The job id, SLURM id, job dir and warnings.
@@ -428,7 +469,7 @@ class Submitter:
                 on_progress=on_progress,
                 stage=SubmitStage.SQSH.value,
             )
-            script = self._render(spec, limits, plan)
+            script = self._render(spec, limits, plan, pipeline=pipeline)
             warnings.extend(plan.warnings)
             report(SubmitStage.DONE, "dry run: nothing staged or submitted")
             return SubmitResult(spec.name, "", paths.base, warnings, script=script, dry_run=True)
@@ -479,11 +520,12 @@ class Submitter:
             )
             warnings.extend(plan.warnings)
             await self.conn.upload_text(
-                paths.meta_json, meta_file(spec, self.profile_name, profile, plan, created)
+                paths.meta_json,
+                meta_file(spec, self.profile_name, profile, plan, created, pipeline),
             )
 
             # -- 4. sbatch, exactly once
-            script = self._render(spec, limits, plan)
+            script = self._render(spec, limits, plan, pipeline=pipeline)
             report(SubmitStage.SBATCH, f"writing {paths.sbatch}")
             # The script carries the [env] values: as private as env/<id>.json.
             await self.conn.upload_text(paths.sbatch, script, mode=0o600)
@@ -497,6 +539,8 @@ class Submitter:
                 sqsh_job_id=plan.conversion_job_id,
                 message="submitting",
                 created_at=created,
+                pipeline_id=pipeline.pipeline_id if pipeline else "",
+                pipeline_step=pipeline.step if pipeline else 0,
             )
             self.store.create_job(record)
             if plan.event:
@@ -561,6 +605,92 @@ class Submitter:
         finally:
             lock.release()
 
+    async def submit_pipeline(
+        self,
+        spec: JobSpec,
+        *,
+        dry_run: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> SubmitResult:
+        """Submit every step of ``spec`` at once, each later one held by SLURM with
+        ``--dependency=afterok:<previous step>``, so the workstation may be off meanwhile.
+
+        Each step is one :meth:`submit` (exactly once, reconciled by name after a lost
+        connection), recorded with the pipeline's id (the first step's) and its index, and
+        sees the previous step's results dir as ``TAO_PREVIOUS_RESULTS_DIR``. A single job
+        (no ``[[then]]``) is submitted as before. If a step cannot be submitted, the steps
+        before it stay submitted; submitting the same spec again keeps them and submits the
+        rest.
+
+        Returns:
+            The first step's result, the other steps in ``steps``.
+
+        Raises:
+            BadInput, OperationFailed: as :meth:`submit`; for a later step the sentence says
+                which steps were submitted.
+        """
+        steps = pipeline_steps(spec)
+        if len(steps) == 1:
+            return await self.submit(spec, dry_run=dry_run, on_progress=on_progress)
+        pipeline_id = steps[0].name
+        results: list[SubmitResult] = []
+        after, previous_dir = "", ""
+        for index, step in enumerate(steps):
+            where = f"step {index + 1} of {len(steps)} ({step.name})"
+            if on_progress is not None:
+                on_progress(SubmitStage.CHECKING.value, f"pipeline {pipeline_id}: {where}")
+            existing = self.store.get(self.profile_name, step.name)
+            if (
+                not dry_run
+                and existing is not None
+                and existing.submitted
+                and existing.pipeline_id == pipeline_id
+                and existing.pipeline_step == index
+            ):
+                # Submitted by an earlier try of this pipeline that stopped part way.
+                result = SubmitResult(
+                    existing.id,
+                    existing.slurm_job_id,
+                    existing.base_results_dir,
+                    [f"{where} had been submitted already (SLURM job {existing.slurm_job_id})."],
+                )
+            else:
+                link = PipelineLink(pipeline_id, index, after, previous_dir)
+                try:
+                    result = await self.submit(
+                        step, dry_run=dry_run, on_progress=on_progress, pipeline=link
+                    )
+                except TaoError as exc:
+                    if not results or dry_run:
+                        raise
+                    done = ", ".join(f"{r.id} (SLURM job {r.slurm_job_id})" for r in results)
+                    kind = BadInput if isinstance(exc, BadInput) else OperationFailed
+                    raise kind(
+                        f"{where} was not submitted: {str(exc).rstrip('.')}. The steps before "
+                        f"it were: {done}; fix the problem and submit the same spec again to "
+                        "submit the rest."
+                    ) from None
+            results.append(result)
+            after = result.slurm_job_id
+            previous_dir = JobPaths(
+                result.job_dir or self.profile.results_root, step.name
+            ).results_dir
+        first = results[0]
+        first.steps = results[1:]
+        return first
+
+    def _link_of(self, job: JobRecord) -> PipelineLink | None:
+        """The pipeline variables of a stored step (for a re-render on retry)."""
+        if not job.pipeline_id:
+            return None
+        previous = ""
+        if job.pipeline_step > 0:
+            for step in self.store.pipeline(self.profile_name, job.pipeline_id):
+                if step.pipeline_step == job.pipeline_step - 1:
+                    base = step.base_results_dir or self.profile.results_root
+                    previous = JobPaths(base, step.id).results_dir
+        return PipelineLink(job.pipeline_id, job.pipeline_step, "", previous)
+
     async def reconcile_interrupted(self, job: JobRecord) -> JobRecord:
         """A record a dead submitter left "submitting" (Ctrl-C or a crash between sbatch and
         the store): look its job up by name on the cluster and adopt it, or, when SLURM never
@@ -609,7 +739,12 @@ class Submitter:
         paths = JobPaths(job.base_results_dir or self.profile.results_root, job.id)
         limits = await self.partition_limits()
         plan = self._resubmit_plan(spec.image_ref, spec.use_sqsh)
-        script = self._render(spec, limits, plan, exclude_nodes=exclude_nodes)
+        # A pipeline step keeps its variables; its previous step has completed (that is why it
+        # ran), so the retry needs no dependency on it.
+        link = self._link_of(job)
+        script = self._render(
+            spec, limits, plan, exclude_nodes=exclude_nodes, pipeline=link, depend=False
+        )
         # The script carries the [env] values: as private as env/<id>.json.
         await self.conn.upload_text(paths.sbatch, script, mode=0o600)
         known = [a.slurm_job_id for a in job.attempts if a.slurm_job_id]
@@ -680,17 +815,27 @@ class Submitter:
         plan: SqshPlan,
         *,
         exclude_nodes: Iterable[str] = (),
+        pipeline: PipelineLink | None = None,
+        depend: bool = True,
     ) -> str:
-        return render_sbatch(
+        dependency = [plan.dependency] if plan.dependency else []
+        depend = depend and pipeline is not None and pipeline.step > 0
+        preview = depend and pipeline is not None and not pipeline.after
+        if depend and pipeline is not None:
+            dependency.append(f"afterok:{pipeline.after or PREVIEW_AFTER}")
+        script = render_sbatch(
             spec,
             self.profile,
             partition_limits=limits,
             exclude_nodes=exclude_nodes,
-            dependency=plan.dependency,
+            dependency=",".join(dependency),
             image_override=plan.image_override,
             sqsh_fallback=plan.sqsh_fallback,
             require_sqsh=self.profile.require_sqsh,
+            pipeline_env=pipeline.env() if pipeline is not None else None,
         )
+        # A dry run has no SLURM id for the previous step yet: say what goes there.
+        return show_preview_dependency(script) if preview else script
 
     async def _submit_once(
         self,
