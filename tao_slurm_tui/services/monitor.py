@@ -995,7 +995,7 @@ class Monitor:
                 continue
             text = (
                 f"the previous step was retried as SLURM job {target}: SLURM job "
-                f"{step.slurm_job_id} now waits for it (Dependency=afterok:{target})"
+                f"{step.slurm_job_id} now waits for it: Dependency=afterok:{target}"
             )
             self.store.add_event(self.profile_name, step.id, "dependency", text)
             self.store.update_job(

@@ -1,0 +1,360 @@
+"""TAO pipelines without a cluster: the ``[[then]]`` spec contract and its errors, the rendered
+steps, the schema migration, grouping for the CLI/queue, and the monitor's decisions (cancel the
+rest after a failed step, re-point a retried step's dependant) on recorded SLURM output."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tao_slurm_tui.commands.status import format_table
+from tao_slurm_tui.core import pipelines
+from tao_slurm_tui.core.models import Attempt, JobRecord, SubmitResult, TaoStatus
+from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.render import render_pipeline, render_sbatch, render_steps
+from tao_slurm_tui.core.spec import (
+    JobSpec,
+    parse_spec_text,
+    pipeline_steps,
+    spec_errors,
+    validate_spec,
+)
+from tao_slurm_tui.errors import BadInput
+from tao_slurm_tui.remote.connection import CommandResult
+from tao_slurm_tui.services.monitor import Monitor
+from tao_slurm_tui.services.store import MIGRATIONS, SCHEMA_VERSION, JobStore
+from tests.unit.test_monitor import FakeCluster, sq
+
+IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
+PROFILE = Profile(user="u", hostnames=["h"], partition="polar", base_results_dir="/r")
+
+PIPELINE_TOML = f"""
+name = "dino"
+image = "{IMAGE}"
+command = "dino train -e /specs/train.yaml"
+num_gpus = 4
+time_hours = 2
+
+[env]
+SEED = 7
+
+[[then]]
+action = "evaluate"
+command = "dino evaluate -e /specs/eval.yaml"
+num_gpus = 1
+time_hours = 0.5
+
+[then.env]
+SPLIT = "val"
+
+[[then]]
+action = "export"
+command = "dino export -e /specs/export.yaml"
+"""
+
+SINGLE = {"name": "dino", "image": IMAGE, "command": "dino train"}
+
+
+def step_toml(extra: str) -> str:
+    return f'name = "d"\nimage = "{IMAGE}"\ncommand = "c"\n[[then]]\naction = "ev"\n{extra}'
+
+
+# ------------------------------------------------------------------------------------ spec
+
+
+def test_then_tables_become_steps_inheriting_the_parent() -> None:
+    steps = pipeline_steps(parse_spec_text(PIPELINE_TOML))
+    assert [s.name for s in steps] == ["dino", "dino-evaluate", "dino-export"]
+    train, evaluate, export = steps
+    assert (train.num_gpus, evaluate.num_gpus, export.num_gpus) == (4, 1, 4)
+    # A step that shortens the wall time gets the derived timeout, not the parent's.
+    assert (evaluate.time_hours, evaluate.timeout_hours) == (0.5, 0.475)
+    assert (export.time_hours, export.timeout_hours) == (2, 1.9)
+    assert evaluate.env == {"SEED": "7", "SPLIT": "val"} and export.env == {"SEED": "7"}
+    assert all(s.image == IMAGE and not s.then for s in steps)
+    assert [s.command for s in steps][1] == "dino evaluate -e /specs/eval.yaml"
+
+
+def test_a_single_job_is_unchanged() -> None:
+    spec = JobSpec.model_validate(SINGLE)
+    assert "then" not in spec.model_dump(mode="json")
+    assert "then" not in spec.to_toml()
+    assert pipeline_steps(spec) == [spec]
+    script = render_sbatch(spec, PROFILE)
+    assert "TAO_PIPELINE" not in script and "TAO_PREVIOUS" not in script
+    assert render_pipeline(spec, PROFILE) == script
+
+
+def test_a_pipeline_round_trips_through_toml() -> None:
+    spec = parse_spec_text(PIPELINE_TOML)
+    again = parse_spec_text(spec.to_toml())
+    assert again == spec and "None" not in spec.to_toml()
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ('command = "x"\nnum_gpus = -1', "step 2 ('ev'): field 'num_gpus' must be at least 0"),
+        ('command = "x"\nimage = "y"', "step 2 ('ev'): field 'image' is not a known field of a"),
+        ('command = ""', "step 2 ('ev'): field 'command' must not be empty"),
+        ('command = "x"\ntimeout_hours = 9', "step 2 ('ev'): field 'timeout_hours' must be below"),
+        ('command = "x"\nnum_gpus = true', "step 2 ('ev'): field 'num_gpus' must be a number"),
+        ('command = "x"\n[then.env]\nNGC_API_KEY = "k"', "step 2 ('ev'): field 'env' may not set"),
+        (
+            'command = "x"\n[then.env]\nTAO_PREVIOUS_RESULTS_DIR = "/x"',
+            "step 2 ('ev'): field 'env' may not set 'TAO_PREVIOUS_RESULTS_DIR'",
+        ),
+        ('command = "x"\n[[then]]\naction = "ev"\ncommand = "y"', "step 3 ('ev'): its job id"),
+    ],
+)
+def test_a_bad_step_is_one_sentence_naming_the_step_and_field(extra: str, words: str) -> None:
+    with pytest.raises(BadInput) as caught:
+        parse_spec_text(step_toml(extra), source="p.toml")
+    message = str(caught.value)
+    assert message.startswith(f"p.toml: {words}"), message
+    assert message.count(".\n") == 0 and message.endswith(".")
+
+
+def test_a_step_without_an_action_says_so() -> None:
+    with pytest.raises(BadInput, match=r"^spec: step 2: field 'action' is required\.$"):
+        validate_spec({**SINGLE, "then": [{"command": "x"}]})
+
+
+def test_too_long_step_id_is_refused() -> None:
+    errors = spec_errors(
+        {**SINGLE, "name": "n" * 60, "then": [{"action": "evaluate", "command": "x"}]}
+    )
+    assert "longer than 64 characters" in errors["then"]
+
+
+# ------------------------------------------------------------------------------------ render
+
+
+def test_every_step_renders_with_its_dependency_and_the_previous_results_dir() -> None:
+    spec = parse_spec_text(PIPELINE_TOML)
+    scripts = render_steps(spec, PROFILE)
+    assert len(scripts) == 3
+    assert "--dependency" not in scripts[0]
+    assert "export TAO_PIPELINE_ID=dino" in scripts[0] and "TAO_PREVIOUS" not in scripts[0]
+    for index, script in enumerate(scripts[1:], start=1):
+        assert "#SBATCH --dependency=afterok:<SLURM id of the previous step>" in script
+        previous = ["dino", "dino-evaluate"][index - 1]
+        assert f"export TAO_PREVIOUS_RESULTS_DIR=/r/results/{previous}" in script
+        assert f"export TAO_PIPELINE_STEP={index + 1}" in script
+        # The container sees them (Pyxis passes only the listed variables).
+        assert "TAO_PREVIOUS_RESULTS_DIR" in re.search(r"--container-env=(\S+)", script).group(1)  # type: ignore[union-attr]
+    assert "#SBATCH --gres=gpu:1" in scripts[1]
+    text = render_pipeline(spec, PROFILE)
+    assert "# ===== step 2 of 3: dino-evaluate, after dino completed =====" in text
+
+
+# ------------------------------------------------------------------------------------ store
+
+
+def test_a_version_2_file_gains_the_pipeline_columns(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0] + MIGRATIONS[1])
+    db.execute("INSERT INTO jobs (profile, id, created_at, updated_at) VALUES ('p', 'old', 1, 1)")
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    with JobStore(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        old = store.require("p", "old")
+        assert (old.pipeline_id, old.pipeline_step) == ("", 0)
+        assert "pipeline_id" not in old.status_json()
+        for step in range(2):
+            store.create_job(
+                JobRecord(id=f"pl{step}", profile="p", pipeline_id="pl0", pipeline_step=step)
+            )
+        assert [j.id for j in store.pipeline("p", "pl0")] == ["pl0", "pl1"]
+        assert store.require("p", "pl1").status_json()["pipeline_step"] == 2
+
+
+# ------------------------------------------------------------------------------------ grouping
+
+
+def step(job_id: str, index: int, status: TaoStatus, pipeline: str = "p") -> JobRecord:
+    return JobRecord(
+        id=job_id,
+        profile="x",
+        status=status,
+        pipeline_id=pipeline,
+        pipeline_step=index,
+        attempts=[Attempt(0, str(100 + index))],
+    )
+
+
+def test_grouping_keeps_order_and_names_the_step_in_progress() -> None:
+    single = JobRecord(id="solo", profile="x")
+    jobs = [
+        step("p-export", 2, TaoStatus.PENDING),
+        single,
+        step("p", 0, TaoStatus.COMPLETE),
+        step("p-evaluate", 1, TaoStatus.RUNNING),
+    ]
+    grouped = pipelines.group(jobs)
+    assert isinstance(grouped[0], pipelines.Pipeline) and grouped[1] is single
+    pipe = grouped[0]
+    assert [s.id for s in pipe.steps] == ["p", "p-evaluate", "p-export"]
+    assert pipe.status is TaoStatus.RUNNING and pipe.position == "2/3"
+    assert pipe.summary == "step 2/3 evaluate running"
+    table = format_table(jobs)
+    assert "pipeline p" in table and "  2/3 p-evaluate" in table
+
+
+def test_pipeline_status_is_the_earliest_failure() -> None:
+    failed = pipelines.Pipeline(
+        "p",
+        (
+            step("p", 0, TaoStatus.COMPLETE),
+            step("p-e", 1, TaoStatus.ERROR),
+            step("p-x", 2, TaoStatus.CANCELED),
+        ),
+    )
+    assert failed.status is TaoStatus.ERROR and failed.summary == "step 2/3 e error"
+    done = pipelines.Pipeline(
+        "p", (step("p", 0, TaoStatus.COMPLETE), step("p-e", 1, TaoStatus.COMPLETE))
+    )
+    assert done.status is TaoStatus.COMPLETE and done.summary == "all 2 steps complete"
+
+
+def test_submit_json_lists_every_step() -> None:
+    first = SubmitResult("p", "10", "/r")
+    first.steps = [SubmitResult("p-e", "11", "/r")]
+    data = first.to_json()
+    assert data["pipeline_id"] == "p"
+    assert [s["slurm_job_id"] for s in data["steps"]] == ["10", "11"]
+    assert SubmitResult("solo", "9", "/r").to_json() == {
+        "id": "solo",
+        "slurm_job_id": "9",
+        "job_dir": "/r",
+    }
+
+
+# ------------------------------------------------------------------------------------ monitor
+
+
+class PipelineCluster(FakeCluster):
+    """Also answers ``scontrol update`` (the re-point) with each step's exit status."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        super().__init__()
+        self.names = names  # SLURM id -> TAO id
+
+    async def run(self, command: Any, *, framed: bool = False, **kw: Any) -> CommandResult:
+        cmd = command if isinstance(command, str) else " ".join(command)
+        if "scontrol update" in cmd:
+            self.calls.append(cmd)
+            lines = [f"@@tao-mon:{self.names[i]} 0" for i in re.findall(r"JobId=(\d+)", cmd)]
+            return CommandResult(cmd, 0, "\n".join([*lines, "@@tao-mon:end"]) + "\n", "", "h")
+        return await super().run(command, framed=framed, **kw)
+
+
+def add_step(store: JobStore, job_id: str, index: int, *attempts: Attempt, **kw: Any) -> None:
+    store.create_job(
+        JobRecord(
+            id=job_id,
+            profile="p",
+            base_results_dir="/r",
+            submitted=True,
+            attempts=list(attempts),
+            pipeline_id="pl",
+            pipeline_step=index,
+            **kw,
+        )
+    )
+
+
+def monitor(cluster: FakeCluster, store: JobStore) -> Monitor:
+    return Monitor(cluster, store, "p", PROFILE, lock_path=store.path.parent / "lock")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JobStore:
+    return JobStore(tmp_path / "state.db")
+
+
+async def test_a_failed_step_cancels_the_rest_once(store: JobStore) -> None:
+    add_step(store, "pl", 0, Attempt(0, "100"), status=TaoStatus.COMPLETE)
+    add_step(store, "pl-ev", 1, Attempt(0, "101"), status=TaoStatus.ERROR)
+    add_step(store, "pl-ex", 2, Attempt(0, "102"))
+    add_step(store, "pl-up", 3, Attempt(0, "103"))
+    cluster = PipelineCluster({})
+    for sid in ("102", "103"):
+        cluster.squeue[sid] = sq(sid, "PENDING", "DependencyNeverSatisfied")
+    mon = monitor(cluster, store)
+    result = await mon.tick()
+    assert cluster.calls[1:] == ["scancel 102 103"]
+    for job_id in ("pl-ex", "pl-up"):
+        job = store.require("p", job_id)
+        assert job.status is TaoStatus.CANCELED
+        assert job.message == "Canceled: the previous step failed (pl-ev ended Error)."
+    assert {e.job_id for e in result.events if e.kind == "canceled"} == {"pl-ex", "pl-up"}
+    cluster.calls.clear()
+    await mon.tick()
+    assert cluster.calls == []  # nothing active any more: no command at all
+
+
+async def test_a_retried_step_re_points_the_next_one_once(store: JobStore) -> None:
+    add_step(store, "pl", 0, Attempt(0, "100"), status=TaoStatus.COMPLETE)
+    add_step(
+        store,
+        "pl-ev",
+        1,
+        Attempt(0, "101", state="FAILED", retry_reason="NCCL"),
+        Attempt(1, "201"),
+    )
+    add_step(store, "pl-ex", 2, Attempt(0, "102"))
+    cluster = PipelineCluster({"102": "pl-ex"})
+    cluster.squeue["201"] = sq("201", "PENDING", "Priority")
+    cluster.squeue["102"] = sq("102", "PENDING", "DependencyNeverSatisfied")
+    mon = monitor(cluster, store)
+    await mon.tick()
+    assert len(cluster.calls) == 2
+    assert "scontrol update JobId=102 Dependency=afterok:201" in cluster.calls[1]
+    events = [e.text for e in store.events("p", "pl-ex") if e.kind == "dependency"]
+    assert events and events[0].endswith("afterok:201")
+    assert store.require("p", "pl-ex").status is TaoStatus.PENDING
+    # squeue still says DependencyNeverSatisfied until SLURM re-evaluates: not moved twice.
+    cluster.calls.clear()
+    await mon.tick()
+    assert len(cluster.calls) == 1 and "squeue" in cluster.calls[0]
+
+
+async def test_a_step_not_yet_retried_is_left_alone(store: JobStore) -> None:
+    # The previous step failed but the monitor has not decided yet (no retry, not Error).
+    add_step(store, "pl", 0, Attempt(0, "100", state="FAILED"))
+    add_step(store, "pl-ev", 1, Attempt(0, "101"))
+    cluster = PipelineCluster({"101": "pl-ev"})
+    cluster.squeue["100"] = sq("100", "PENDING", "BeginTime")
+    cluster.squeue["101"] = sq("101", "PENDING", "DependencyNeverSatisfied")
+    mon = monitor(cluster, store)
+    await mon.tick()
+    assert len(cluster.calls) == 1  # the tick's one round trip, nothing else
+    assert not store.require("p", "pl-ev").status.terminal
+
+
+async def test_cancel_of_a_step_takes_the_later_steps_in_one_scancel(store: JobStore) -> None:
+    add_step(store, "pl", 0, Attempt(0, "100"), status=TaoStatus.RUNNING)
+    add_step(store, "pl-ev", 1, Attempt(0, "101"))
+    add_step(store, "pl-ex", 2, Attempt(0, "102"))
+    cluster = PipelineCluster({})
+    mon = monitor(cluster, store)
+    await mon.cancel("pl-ev")
+    assert cluster.calls == ["scancel 101 102"]
+    assert store.require("p", "pl").status is TaoStatus.RUNNING
+    assert store.require("p", "pl-ev").message == "Canceled by the user."
+    assert (
+        store.require("p", "pl-ex").message == "Canceled: the previous step was canceled (pl-ev)."
+    )
+    steps = await mon.cancel_pipeline("pl")
+    assert cluster.calls[-1] == "scancel 100"
+    assert [s.status for s in steps] == [TaoStatus.CANCELED] * 3
+    with pytest.raises(BadInput, match="no pipeline 'nope'"):
+        await mon.cancel_pipeline("nope")
