@@ -358,3 +358,42 @@ async def test_cancel_of_a_step_takes_the_later_steps_in_one_scancel(store: JobS
     assert [s.status for s in steps] == [TaoStatus.CANCELED] * 3
     with pytest.raises(BadInput, match="no pipeline 'nope'"):
         await mon.cancel_pipeline("nope")
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+@pytest.fixture
+def demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("TAO_SLURM_TUI_DEMO", "1")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    spec = tmp_path / "pipe.toml"
+    spec.write_text(PIPELINE_TOML, "utf-8")
+    return spec
+
+
+def test_cli_submit_prints_every_step(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tao_slurm_tui.cli import main
+
+    assert main(["submit", str(demo)]) == 0
+    assert capsys.readouterr().out.split() == ["dino", "dino-evaluate", "dino-export"]
+    assert main(["submit", "--dry-run", str(demo)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("#!/bin/bash") == 3
+    assert "# ===== step 3 of 3: dino-export, after dino-evaluate completed =====" in out
+    assert main(["render", str(demo)]) == 0
+    assert capsys.readouterr().out.count("#SBATCH --dependency=afterok:<SLURM id") == 2
+
+
+def test_cli_cancel_needs_a_job_or_a_pipeline(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tao_slurm_tui.cli import main
+
+    assert main(["cancel"]) == 2
+    assert "either a job id" in capsys.readouterr().err
+    assert main(["cancel", "x", "--pipeline", "y"]) == 2
+    assert main(["cancel", "--pipeline", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "Traceback" not in err
