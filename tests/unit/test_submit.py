@@ -482,3 +482,99 @@ def test_sqsh_cache_dir_defaults_under_base(profile: Profile) -> None:
     other = profile.model_copy(update={"sqsh_cache_dir": "/cache/"})
     assert images.cache_dir_for(other) == "/cache"
     assert re.fullmatch(r"sqsh-[0-9a-f]{12}", images.conversion_job_name(parse_image("a/b:c")))
+
+
+# ----------------------------------------------------------------------------------- pipelines
+
+
+def pipeline_spec() -> JobSpec:
+    return make_spec(
+        then=[
+            {"action": "evaluate", "command": "echo eval", "num_gpus": 1},
+            {"action": "export", "command": "echo export"},
+        ]
+    )
+
+
+def sbatch_scripts(conn: FakeConn) -> dict[str, str]:
+    return {p: c for p, (c, _) in conn.uploads.items() if "/sbatch/" in p}
+
+
+async def test_pipeline_steps_are_submitted_at_once_each_after_the_previous(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("10"), ok("11"), ok("12")]
+    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+    assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "11", "12"]
+    scripts = sbatch_scripts(conn)
+    first = scripts["/lustre/alice/sbatch/job_job-1.sbatch"]
+    second = scripts["/lustre/alice/sbatch/job_job-1-evaluate.sbatch"]
+    third = scripts["/lustre/alice/sbatch/job_job-1-export.sbatch"]
+    assert "--dependency" not in first
+    assert "#SBATCH --dependency=afterok:10\n" in second
+    assert "#SBATCH --dependency=afterok:11\n" in third
+    assert "export TAO_PREVIOUS_RESULTS_DIR=/lustre/alice/results/job-1-evaluate" in third
+    steps = store.pipeline("p", "job-1")
+    assert [(s.id, s.pipeline_step, s.submitted) for s in steps] == [
+        ("job-1", 0, True),
+        ("job-1-evaluate", 1, True),
+        ("job-1-export", 2, True),
+    ]
+    meta = conn.uploads["/lustre/alice/meta/job-1-export.json"][0]
+    assert '"after_slurm_job_id": "11"' in meta
+
+
+async def test_a_lost_sbatch_of_a_later_step_is_adopted_not_doubled(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("10"), drop, ok("12")]
+    conn.reconcile = ["11|PENDING|2026-11-29T20:59:59|Dependency"]
+    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+    assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "11", "12"]
+    assert result.steps[0].adopted and conn.count("out=$(sbatch") == 3
+    # The step after the adopted one depends on the adopted SLURM job.
+    assert "afterok:11\n" in sbatch_scripts(conn)["/lustre/alice/sbatch/job_job-1-export.sbatch"]
+
+
+async def test_a_refused_later_step_keeps_the_earlier_and_a_second_submit_finishes(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("10"), rejected("Requested node configuration is not available")]
+    with pytest.raises(OperationFailed) as caught:
+        await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+    message = str(caught.value)
+    assert message.startswith("step 2 of 3 (job-1-evaluate) was not submitted: SLURM refused")
+    assert "job-1 (SLURM job 10)" in message and "submit the same spec again" in message
+    assert store.get("p", "job-1-evaluate") is None and store.require("p", "job-1").submitted
+    conn.sbatch = [ok("21"), ok("22")]
+    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+    assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "21", "22"]
+    assert conn.count("out=$(sbatch") == 4  # step 1 was not submitted twice
+    assert "afterok:10\n" in sbatch_scripts(conn)["/lustre/alice/sbatch/job_job-1-evaluate.sbatch"]
+
+
+async def test_a_retried_step_keeps_its_pipeline_variables_without_a_dependency(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("10"), ok("11"), ok("12"), ok("31")]
+    sub = submitter(conn, store, profile)
+    await sub.submit_pipeline(pipeline_spec())
+    await sub.resubmit(store.require("p", "job-1-evaluate"), reason="NCCL")
+    script = sbatch_scripts(conn)["/lustre/alice/sbatch/job_job-1-evaluate.sbatch"]
+    assert "--dependency" not in script
+    assert "export TAO_PREVIOUS_RESULTS_DIR=/lustre/alice/results/job-1" in script
+    assert "export TAO_PIPELINE_STEP=2" in script
+
+
+async def test_pipeline_dry_run_submits_nothing_and_shows_a_placeholder(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec(), dry_run=True)
+    assert conn.count("out=$(sbatch") == 0 and store.list_jobs() == []
+    assert len(result.steps) == 2
+    assert "afterok:<SLURM id of the previous step>" in result.steps[1].script
