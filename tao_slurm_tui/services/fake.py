@@ -175,6 +175,49 @@ def seed_jobs(now: float = FROZEN_TIME) -> list[JobRecord]:
     ]  # fmt: skip
 
 
+def seed_pipeline(now: float = FROZEN_TIME) -> list[JobRecord]:
+    """A three-step pipeline, newest first: ``rtdetr`` (train) complete, ``rtdetr-evaluate``
+    running, ``rtdetr-export`` held by its dependency. Not part of :func:`seed_jobs` (the
+    screens' snapshots); pass ``jobs=[*seed_pipeline(), *seed_jobs()]`` to show one."""
+    root = fake_profile().results_root
+    steps = [
+        ("rtdetr", TaoStatus.COMPLETE, "COMPLETED", _spec("rtdetr", num_gpus=4),
+         _attempt(0, 1060, "COMPLETED", nodes="gpu-a01", exit_code="0:0",
+                  start_time="2026-05-10T05:00:00", end_time="2026-05-10T07:40:12",
+                  elapsed="02:40:12"), "Training finished successfully."),
+        ("rtdetr-evaluate", TaoStatus.RUNNING, "RUNNING",
+         _spec("rtdetr-evaluate", num_gpus=1, time_hours=0.5, timeout_hours=0.475,
+               command="rtdetr evaluate -e /specs/eval.yaml"),
+         _attempt(0, 1061, "RUNNING", nodes="gpu-a02", start_time="2026-05-10T07:40:30",
+                  elapsed="00:12:40", time_limit="00:30:00"), ""),
+        ("rtdetr-export", TaoStatus.PENDING, "PENDING",
+         _spec("rtdetr-export", num_gpus=1, time_hours=0.5, timeout_hours=0.475,
+               command="rtdetr export -e /specs/export.yaml"),
+         _attempt(0, 1062, "PENDING", reason="Dependency", elapsed="00:00:00",
+                  time_limit="00:30:00"), ""),
+    ]  # fmt: skip
+    jobs = [
+        JobRecord(
+            id=name,
+            profile="fake",
+            spec=spec,
+            base_results_dir=root,
+            status=status,
+            slurm_state=state,
+            attempts=[attempt],
+            submitted=True,
+            message=message,
+            created_at=now + 50 + index,
+            updated_at=now,
+            pipeline_id="rtdetr",
+            pipeline_step=index,
+            progress=Progress(epoch=2, max_epoch=5, status="RUNNING") if index == 1 else Progress(),
+        )
+        for index, (name, status, state, spec, attempt, message) in enumerate(steps)
+    ]
+    return list(reversed(jobs))
+
+
 def seed_doctor() -> list[CheckResult]:
     """A doctor run with some failures, each with its fix."""
     ok, fail, skip = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP

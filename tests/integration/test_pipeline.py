@@ -6,6 +6,7 @@ leaves nothing in squeue."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from datetime import datetime
 from typing import Any
@@ -100,9 +101,11 @@ async def test_three_steps_run_in_order_to_complete(h: Harness) -> None:
     assert ids == [name, f"{name}-evaluate", f"{name}-export"]
     # All three are in SLURM at once; the later ones wait for the one before them.
     first = h.store.require(PROFILE, name)
-    second, third = (h.store.require(PROFILE, i) for i in ids[1:])
-    queued = await squeue_ids(h, [second.slurm_job_id, third.slurm_job_id])
-    assert "Dependency" in queued or "RUNNING" in queued or queued == "", queued
+    for before, later in itertools.pairwise(ids):
+        sid = h.store.require(PROFILE, before).slurm_job_id
+        staged = JobPaths(sandbox.RESULTS, later).sbatch
+        script = (await h.conn.run(["cat", staged], check=True)).stdout
+        assert f"#SBATCH --dependency=afterok:{sid}\n" in script
 
     steps = await tick_until_ended(h, name)
     assert [s.status for s in steps] == [TaoStatus.COMPLETE] * 3, [s.status_json() for s in steps]
