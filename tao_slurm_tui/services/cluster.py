@@ -24,7 +24,7 @@ from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.render import render_pipeline
+from tao_slurm_tui.core.render import render_pipeline, render_steps
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
 from tao_slurm_tui.core.start_estimate import StartEstimate
@@ -286,8 +286,11 @@ class ClusterBackend:
         return self._capacity
 
     async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
-        """sbatch --test-only on the script the spec renders to (one round trip)."""
-        script = self.render(spec)
+        """sbatch --test-only on the script the spec renders to (one round trip); for a
+        pipeline its first step's (the later ones start when the one before them ends)."""
+        script = render_steps(
+            spec_for(spec, self._profile), self._profile, partition_limits=self._limits()
+        )[0]
         return await estimate_start(
             self.conn, script, self._profile.partitions, capacity=self._capacity
         )

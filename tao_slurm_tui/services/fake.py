@@ -28,7 +28,7 @@ from tao_slurm_tui.core.models import (
 from tao_slurm_tui.core.partitions import HOUR, PartitionLimits
 from tao_slurm_tui.core.preflight import CheckResult, CheckStatus, DoctorReport, FixAction
 from tao_slurm_tui.core.profile import NAME_RE, Profile
-from tao_slurm_tui.core.render import render_pipeline
+from tao_slurm_tui.core.render import render_pipeline, render_steps
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import (
     JobSpec,
@@ -612,8 +612,11 @@ class FakeBackend:
         return fake_capacity(self._profile.user or "researcher", self._profile_name)
 
     async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
-        """What sbatch --test-only would say on the fake cluster for the rendered spec."""
-        script = self.render(spec)
+        """What sbatch --test-only would say on the fake cluster for the rendered spec (a
+        pipeline: its first step)."""
+        script = render_steps(
+            spec_for(spec, self._profile), self._profile, partition_limits=FAKE_LIMITS
+        )[0]
         await asyncio.sleep(0)
         self.estimate_count += 1
         report = fake_capacity(self._profile.user or "researcher", self._profile_name)

@@ -1,0 +1,170 @@
+"""The composer's follow-up actions: a small list editor for a pipeline's ``[[then]]`` steps.
+
+One row per step: the action's name, its command and its own GPUs per node, nodes and wall time
+(empty: the job's). "+ Follow-up action" adds a row, "✕" removes one. The rows become the spec's
+``then`` list (:meth:`StepsEditor.steps`); the back end's validation judges them, and the
+preview then shows every step's batch script.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Input, Label
+
+STEP_INPUTS: tuple[tuple[str, str, str, int], ...] = (
+    # (spec key, placeholder, kind, width; 0 = the rest)
+    ("action", "evaluate", "text", 12),
+    ("command", "dino evaluate -e /specs/eval.yaml", "text", 0),
+    ("num_gpus", "GPUs", "int", 6),
+    ("num_nodes", "nodes", "int", 7),
+    ("time_hours", "hours", "float", 7),
+)
+"""The inputs of a step row: what a follow-up action usually changes."""
+
+_OTHER_KEYS = ("cpus_per_task", "timeout_hours", "partition", "env", "specs")
+"""Step keys without an input of their own: kept as loaded (a spec file may set them)."""
+
+
+class StepRow(Horizontal):
+    """One follow-up action."""
+
+    def __init__(self, step: dict[str, Any], *, id: str) -> None:
+        super().__init__(id=id, classes="step-row")
+        self.step = step
+        self.kept = {k: v for k, v in step.items() if k in _OTHER_KEYS}
+        """Keys a loaded spec set that have no input here (kept unchanged)."""
+
+    def compose(self) -> ComposeResult:
+        """Number, the inputs, a remove button."""
+        yield Label("", classes="step-number")
+        for key, placeholder, _, width in STEP_INPUTS:
+            value = self.step.get(key)
+            field = Input(
+                "" if value is None else str(value),
+                placeholder=placeholder,
+                classes=f"step-{key}",
+                select_on_focus=False,
+                compact=True,
+            )
+            if width:
+                field.styles.width = width
+            yield field
+        yield Button("✕", classes="step-remove", compact=True, tooltip="Remove this action")
+
+    def value(self) -> tuple[dict[str, Any], str]:
+        """The step as a spec table, and the first input that does not parse ('' if none)."""
+        step: dict[str, Any] = {}
+        problem = ""
+        for key, placeholder, kind, _ in STEP_INPUTS:
+            raw = self.query_one(f".step-{key}", Input).value.strip()
+            if not raw:
+                if key in ("action", "command"):
+                    step[key] = ""
+                continue
+            if kind == "text":
+                step[key] = raw
+                continue
+            try:
+                step[key] = int(raw) if kind == "int" else float(raw)
+            except ValueError:
+                what = "a whole number" if kind == "int" else "a number of hours"
+                problem = problem or f"{placeholder} must be {what} (got {raw!r})"
+        step.update(self.kept)
+        return step, problem
+
+
+class StepsEditor(Vertical):
+    """The follow-up actions of a job: a pipeline when there is at least one."""
+
+    class Changed(Message):
+        """A step was added or removed (typing sends ``Input.Changed`` as usual)."""
+
+    DEFAULT_CSS = """
+    StepsEditor {
+        height: auto;
+        & .steps-title { color: $text-muted; width: 1fr; padding: 0 1 0 0; }
+        & .steps-head { height: 1; }
+        & .step-row { height: 1; margin-bottom: 0; }
+        & .step-number { width: 3; color: $text-muted; }
+        & .step-row Input { margin-right: 1; width: 1fr; }
+        & .step-remove { min-width: 3; width: 3; }
+        & #steps-error { color: $error; display: none; }
+        & #steps-error.-shown { display: block; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._serial = 0
+
+    def compose(self) -> ComposeResult:
+        """A title with the add button, the rows, an error line."""
+        with Horizontal(classes="steps-head"):
+            yield Label(
+                "Then (pipeline: each after the one before completed)", classes="steps-title"
+            )
+            yield Button("+ Follow-up action", id="add-step", compact=True)
+        yield Vertical(id="step-rows")
+        yield Label("", id="steps-error")
+
+    @property
+    def rows(self) -> list[StepRow]:
+        """The step rows, in order."""
+        return list(self.query(StepRow))
+
+    def load(self, steps: list[dict[str, Any]] | None) -> None:
+        """Show exactly ``steps`` (a spec's ``then``), replacing the rows."""
+        box = self.query_one("#step-rows", Vertical)
+        box.remove_children()
+        box.mount_all([self._row(dict(step)) for step in steps or [] if isinstance(step, dict)])
+        self.call_after_refresh(self._number)
+
+    def _row(self, step: dict[str, Any]) -> StepRow:
+        self._serial += 1
+        return StepRow(step, id=f"step-{self._serial}")
+
+    def _number(self) -> None:
+        for index, row in enumerate(self.rows, start=2):
+            row.query_one(".step-number", Label).update(f"{index}.")
+
+    def steps(self) -> tuple[list[dict[str, Any]], str]:
+        """The ``then`` list as typed, and the first input that does not parse ('' if none)."""
+        steps: list[dict[str, Any]] = []
+        problem = ""
+        for index, row in enumerate(self.rows, start=2):
+            step, bad = row.value()
+            steps.append(step)
+            if bad and not problem:
+                problem = f"step {index}: {bad}"
+        return steps, problem
+
+    def show_error(self, message: str) -> None:
+        """Show (or clear, with '') the steps' problem under the rows."""
+        label = self.query_one("#steps-error", Label)
+        label.update(message)
+        label.set_class(bool(message), "-shown")
+
+    @on(Button.Pressed, "#add-step")
+    async def add_step(self, event: Button.Pressed) -> None:
+        """Add an empty action and put the cursor in its name."""
+        event.stop()
+        row = self._row({})
+        await self.query_one("#step-rows", Vertical).mount(row)
+        self._number()
+        row.query_one(".step-action", Input).focus()
+        self.post_message(self.Changed())
+
+    @on(Button.Pressed, ".step-remove")
+    async def remove_step(self, event: Button.Pressed) -> None:
+        """Remove the row of the pressed button."""
+        event.stop()
+        row = next((a for a in event.button.ancestors if isinstance(a, StepRow)), None)
+        if row is not None:
+            await row.remove()
+            self._number()
+            self.post_message(self.Changed())
