@@ -397,3 +397,40 @@ def test_cli_cancel_needs_a_job_or_a_pipeline(
     assert main(["cancel", "--pipeline", "nope"]) == 2
     err = capsys.readouterr().err
     assert "nope" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------ queue rows
+
+
+def test_queue_rows_group_a_pipeline_under_its_parent_row() -> None:
+    from tao_slurm_tui.widgets.pipeline_rows import (
+        PipelineRow,
+        queue_rows,
+        row_label,
+        row_order,
+    )
+
+    jobs = [
+        step("p-export", 2, TaoStatus.PENDING),
+        JobRecord(id="solo", profile="x", created_at=5),
+        step("p-evaluate", 1, TaoStatus.RUNNING),
+        step("p", 0, TaoStatus.COMPLETE),
+    ]
+    rows = queue_rows(jobs, collapsed=set())
+    assert [r.id for r in rows] == ["pipeline:p", "p", "p-evaluate", "p-export", "solo"]
+    assert [row_label(r) for r in rows[:4]] == [
+        "▾ p · 2/3 evaluate",
+        "  ├ 1 p",
+        "  ├ 2 evaluate",
+        "  └ 3 export",
+    ]
+    parent = rows[0]
+    assert isinstance(parent, PipelineRow) and parent.status is TaoStatus.RUNNING
+    assert parent.slurm_job_id == "101"  # the step in progress's SLURM job
+    assert [r.id for r in queue_rows(jobs, collapsed={"p"})] == ["pipeline:p", "solo"]
+    assert row_label(queue_rows(jobs, collapsed={"p"})[0]).startswith("▸ p")
+    by_key = {r.id: r for r in rows}
+    for reverse in (False, True):
+        order = row_order(by_key, lambda job: job.id, reverse=reverse)
+        at = order.index("pipeline:p")
+        assert order[at : at + 4] == ["pipeline:p", "p", "p-evaluate", "p-export"]
