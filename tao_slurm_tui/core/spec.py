@@ -108,7 +108,24 @@ def _no_bool(value: Any) -> Any:
     return value
 
 
-class StepSpec(BaseModel):
+class _Resources(BaseModel):
+    """The numeric fields a job and a ``[[then]]`` step share: never a boolean."""
+
+    @field_validator(
+        "num_nodes",
+        "num_gpus",
+        "cpus_per_task",
+        "time_hours",
+        "timeout_hours",
+        mode="before",
+        check_fields=False,
+    )
+    @classmethod
+    def _numbers_not_bools(cls, value: Any) -> Any:
+        return _no_bool(value)
+
+
+class StepSpec(_Resources):
     """A follow-up action of a pipeline (one ``[[then]]`` table of ``SPEC.toml``).
 
     It runs in the parent's image once the step before it completed (``afterok``); fields left
@@ -141,13 +158,6 @@ class StepSpec(BaseModel):
             raise ValueError(f"must be 1-64 letters, digits, '.', '_' or '-' (got {value!r})")
         return value
 
-    @field_validator(
-        "num_nodes", "num_gpus", "cpus_per_task", "time_hours", "timeout_hours", mode="before"
-    )
-    @classmethod
-    def _numbers_not_bools(cls, value: Any) -> Any:
-        return _no_bool(value)
-
     @field_validator("env", mode="before")
     @classmethod
     def _env_scalars(cls, value: Any) -> Any:
@@ -166,7 +176,7 @@ class StepSpec(BaseModel):
         return self.model_dump(mode="json", exclude={"action", "env"})
 
 
-class JobSpec(BaseModel):
+class JobSpec(_Resources):
     """One TAO job, as written in ``SPEC.toml``."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
@@ -220,13 +230,6 @@ class JobSpec(BaseModel):
         return data
 
     # ------------------------------------------------------------------ field rules
-
-    @field_validator(
-        "num_nodes", "num_gpus", "cpus_per_task", "time_hours", "timeout_hours", mode="before"
-    )
-    @classmethod
-    def _numbers_not_bools(cls, value: Any) -> Any:
-        return _no_bool(value)
 
     @field_validator("name")
     @classmethod

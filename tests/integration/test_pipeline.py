@@ -176,17 +176,16 @@ async def test_a_step_retried_after_an_infrastructure_failure_keeps_the_pipeline
     assert text == f"{name}|3|{JobPaths(sandbox.RESULTS, middle.id).results_dir}"
 
 
+async def submit_long_pipeline(h: Harness, kind: str) -> str:
+    """Submit a 3-step pipeline whose first step runs for minutes; its name."""
+    name = unique(kind)
+    steps = [{"action": a, "command": record_and_succeed()} for a in ("evaluate", "export")]
+    await h.submitter.submit_pipeline(pipeline_spec(name, steps, command="sleep 300"))
+    return name
+
+
 async def test_cancel_the_whole_pipeline_leaves_nothing_in_squeue(h: Harness) -> None:
-    name = unique("pipe-cancel")
-    spec = pipeline_spec(
-        name,
-        [
-            {"action": "evaluate", "command": record_and_succeed()},
-            {"action": "export", "command": record_and_succeed()},
-        ],
-        command="sleep 300",
-    )
-    await h.submitter.submit_pipeline(spec)
+    name = await submit_long_pipeline(h, "pipe-cancel")
     steps = steps_of(h, name)
     ids = [s.slurm_job_id for s in steps]
     await h.tick()
@@ -196,16 +195,7 @@ async def test_cancel_the_whole_pipeline_leaves_nothing_in_squeue(h: Harness) ->
 
 
 async def test_cancel_one_step_cancels_the_steps_after_it(h: Harness) -> None:
-    name = unique("pipe-step")
-    spec = pipeline_spec(
-        name,
-        [
-            {"action": "evaluate", "command": record_and_succeed()},
-            {"action": "export", "command": record_and_succeed()},
-        ],
-        command="sleep 300",
-    )
-    await h.submitter.submit_pipeline(spec)
+    name = await submit_long_pipeline(h, "pipe-step")
     await h.monitor.cancel(f"{name}-evaluate")
     steps = steps_of(h, name)
     assert steps[0].status is not TaoStatus.CANCELED
