@@ -176,6 +176,33 @@ async def test_a_step_retried_after_an_infrastructure_failure_keeps_the_pipeline
     assert text == f"{name}|3|{JobPaths(sandbox.RESULTS, middle.id).results_dir}"
 
 
+async def test_a_step_the_batch_script_requeues_keeps_the_pipeline(h: Harness) -> None:
+    name = unique("pipe-requeue")
+    # The first run of the middle step hits an infrastructure failure; with use_requeue (the
+    # default) its batch script requeues it under the SAME SLURM id, and the last step's
+    # afterok survives that: no re-point needed.
+    flaky = (
+        'if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then '
+        "echo 'NCCL error in: socket.cc:540, unhandled system error' >&2; exit 1; fi; "
+        + record_and_succeed()
+    )
+    spec = pipeline_spec(
+        name,
+        [
+            {"action": "evaluate", "command": flaky},
+            {"action": "export", "command": record_and_succeed()},
+        ],
+    )
+    await h.submitter.submit_pipeline(spec)
+    steps = await tick_until_ended(h, name, timeout=540)
+    assert [s.status for s in steps] == [TaoStatus.COMPLETE] * 3, [s.status_json() for s in steps]
+    middle, last = steps[1], steps[2]
+    assert len(middle.attempts) == 1 and middle.attempts[0].restarts == 1
+    assert not [e for e in h.store.events(PROFILE, last.id) if e.kind == "dependency"]
+    middle_end = (await sacct_times(h, middle.slurm_job_id))[1]
+    assert middle_end <= (await sacct_times(h, last.slurm_job_id))[0]
+
+
 async def submit_long_pipeline(h: Harness, kind: str) -> str:
     """Submit a 3-step pipeline whose first step runs for minutes; its name."""
     name = unique(kind)
