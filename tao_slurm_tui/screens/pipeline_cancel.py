@@ -42,8 +42,10 @@ class PipelineCancelModal(ModalScreen[CancelChoice | None]):
         align: center middle;
         background: $background 60%;
         & #dialog {
-            width: 76; height: auto; padding: 1 2; background: $surface; border: thick $warning;
+            width: 76; max-width: 100%; height: auto; padding: 1 2; background: $surface;
+            border: thick $warning;
         }
+        & #question { width: 100%; }
         & #buttons { height: auto; margin-top: 1; }
         & #buttons Button { margin-right: 2; }
     }

@@ -15,15 +15,18 @@ from textual.widgets import DataTable, Footer, Input
 
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.pipelines import Pipeline
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.logs import LogsScreen
+from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.job_detail import JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, job_plain_cells
+from tao_slurm_tui.widgets.pipeline_rows import pipeline_id_of, queue_rows
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -52,6 +55,9 @@ class QueueScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", show=False, id="queue.clear_filter"),
         Binding("l", "logs", "Logs", id="queue.logs"),
         Binding("c", "cancel_job", "Cancel", id="queue.cancel"),
+        Binding(
+            "space", "toggle_pipeline", "Expand/collapse", show=False, id="queue.toggle_pipeline"
+        ),
         Binding("e", "clone", "Clone", show=False, id="queue.clone"),
         Binding("r", "refresh", "Refresh", id="queue.refresh"),
         Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
@@ -76,6 +82,10 @@ class QueueScreen(Screen[None]):
         """Every job of the last snapshot (before filtering), by id."""
         self.filter_text = ""
         self.show_finished = True
+        self.collapsed: set[str] = set()
+        self._shown_jobs = 0
+        """Jobs the table shows (rows of single jobs and pipelines' steps, collapsed or not)."""
+        """Pipelines shown as their one row (space or enter on the row toggles)."""
         self.failures = 0
         """Consecutive failed polls (drives the backoff)."""
         self.polled_ok = False
@@ -199,13 +209,46 @@ class QueueScreen(Screen[None]):
             self.app._unnotify(toast)
 
     # ------------------------------------------------------------------ table
+    def _wanted(self, jobs: list[JobRecord]) -> bool:
+        """Show these jobs (one job, or every step of a pipeline: shown or hidden together)?"""
+        return (self.show_finished or any(not job.status.terminal for job in jobs)) and (
+            not self.filter_text or any(matches_filter(job, self.filter_text) for job in jobs)
+        )
+
     def _visible(self) -> list[JobRecord]:
-        return [
+        """The rows to show: single jobs, and each pipeline as its row with its steps under
+        it (unless collapsed)."""
+        steps: dict[str, list[JobRecord]] = {}
+        for job in self.all_jobs.values():
+            if job.pipeline_id:
+                steps.setdefault(job.pipeline_id, []).append(job)
+        wanted = {pid for pid, group in steps.items() if self._wanted(group)}
+        jobs = [
             job
             for job in self.all_jobs.values()
-            if (self.show_finished or not job.status.terminal)
-            and (not self.filter_text or matches_filter(job, self.filter_text))
+            if (job.pipeline_id in wanted if job.pipeline_id else self._wanted([job]))
         ]
+        self._shown_jobs = len(jobs)
+        return queue_rows(jobs, self.collapsed)
+
+    def _row_job(self, row_key: str | None) -> JobRecord | None:
+        """The job a row stands for: a pipeline's row stands for its step in progress."""
+        if row_key is None:
+            return None
+        pipeline = self._pipeline(pipeline_id_of(row_key))
+        if pipeline is not None:
+            return pipeline.current
+        return self.all_jobs.get(row_key)
+
+    def _pipeline(self, pipeline_id: str) -> Pipeline | None:
+        """The pipeline ``pipeline_id`` from the last snapshot (None if there is none)."""
+        if not pipeline_id:
+            return None
+        steps = sorted(
+            (job for job in self.all_jobs.values() if job.pipeline_id == pipeline_id),
+            key=lambda job: job.pipeline_step,
+        )
+        return Pipeline(pipeline_id, tuple(steps)) if steps else None
 
     def _apply(self, jobs: list[JobRecord], *, announce: bool = True) -> None:
         events = transitions(self.all_jobs, jobs) if announce else []
@@ -228,7 +271,8 @@ class QueueScreen(Screen[None]):
 
     def _subtitle(self) -> None:
         """Counts, the sort and whether finished jobs are shown, under the table."""
-        shown, total = self.table.row_count, len(self.all_jobs)
+        # Jobs, not rows: a pipeline's own row is no job, a collapsed one hides its steps.
+        shown, total = self._shown_jobs, len(self.all_jobs)
         count = f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
         finished = "finished shown (f)" if self.show_finished else "finished hidden (f)"
         self.table.border_subtitle = f"{count} · sort {self.table.sort_label} (s) · {finished}"
@@ -245,9 +289,9 @@ class QueueScreen(Screen[None]):
             self.app.bell()
 
     def _show_detail(self) -> None:
-        job_id = self.table.cursor_job_id
+        job = self._row_job(self.table.cursor_job_id)
+        job_id = job.id if job else None
         moved = job_id != self.detail.job_id
-        job = self.all_jobs.get(job_id) if job_id else None
         self.detail.show(job, self.usage.get(job_id or ""))
         if moved and job_id is not None:
             self.load_detail(job_id)  # the row under the cursor changed without a highlight
@@ -256,11 +300,11 @@ class QueueScreen(Screen[None]):
         """Show the highlighted job and fetch its full attempt history."""
         # The cursor, not the event's row: after a filter or a sort the event may name a row
         # that has moved or gone, and the pane, c and l must all act on the row under the cursor.
-        job_id = self.table.cursor_job_id
-        if job_id is not None:
-            if self.detail.job_id != job_id:
-                self.detail.show(self.all_jobs.get(job_id), self.usage.get(job_id))
-            self.load_detail(job_id)
+        job = self._row_job(self.table.cursor_job_id)
+        if job is not None:
+            if self.detail.job_id != job.id:
+                self.detail.show(job, self.usage.get(job.id))
+            self.load_detail(job.id)
 
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def load_detail(self, job_id: str) -> None:
@@ -273,17 +317,31 @@ class QueueScreen(Screen[None]):
             except TaoError as error:
                 # The figures are extra: say why they are missing, keep the pane.
                 self.notify(f"No usage figures for {job_id}: {error}", severity="warning")
-        if self.table.cursor_job_id == job_id:
+        shown = self._row_job(self.table.cursor_job_id)
+        if shown is not None and shown.id == job_id:
             self.detail.show(job, self.usage.get(job_id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter opens the logs."""
-        self.action_logs()
+        """Enter opens the logs (on a pipeline's row: expands or collapses it)."""
+        if pipeline_id_of(self.table.cursor_job_id or ""):
+            self.action_toggle_pipeline()
+        else:
+            self.action_logs()
+
+    def action_toggle_pipeline(self) -> None:
+        """Show or hide the steps of the pipeline under the cursor (its row or a step)."""
+        key = self.table.cursor_job_id or ""
+        job = self._row_job(key)
+        pipeline_id = pipeline_id_of(key) or (job.pipeline_id if job else "")
+        if not pipeline_id:
+            return
+        self.collapsed ^= {pipeline_id}
+        self._select = f"pipeline:{pipeline_id}"
+        self._show()
 
     # ------------------------------------------------------------------ actions
     def _selected(self) -> JobRecord | None:
-        job_id = self.table.cursor_job_id
-        job = self.all_jobs.get(job_id) if job_id else None
+        job = self._row_job(self.table.cursor_job_id)
         if job is None:
             self.notify("Select a job first.", severity="warning")
         return job
@@ -359,6 +417,18 @@ class QueueScreen(Screen[None]):
             self.notify(f"{job.id} already ended ({job.status}).", severity="warning")
             return
 
+        pipeline = self._pipeline(job.pipeline_id)
+        if pipeline is not None and len(pipeline.steps) > 1:
+
+            def chosen(choice: CancelChoice | None) -> None:
+                if choice == "step":
+                    self.cancel_job(job.id)
+                elif choice == "pipeline":
+                    self.cancel_pipeline(job.pipeline_id)
+
+            self.app.push_screen(PipelineCancelModal(job, pipeline), chosen)
+            return
+
         def confirmed(yes: bool | None) -> None:
             if yes:
                 self.cancel_job(job.id)
@@ -368,9 +438,23 @@ class QueueScreen(Screen[None]):
 
     @work(group="cancel", exit_on_error=False)
     async def cancel_job(self, job_id: str) -> None:
-        """scancel through the back end, then show the result."""
+        """scancel through the back end, then show the result (a pipeline's step takes the
+        steps after it along)."""
         job = await self.ctx.backend.cancel(job_id)
+        self._after_cancel([job])
+
+    @work(group="cancel", exit_on_error=False)
+    async def cancel_pipeline(self, pipeline_id: str) -> None:
+        """scancel every step of the pipeline that has not ended."""
+        self._after_cancel(await self.ctx.backend.cancel_pipeline(pipeline_id))
+
+    def _after_cancel(self, jobs: list[JobRecord]) -> None:
         before = dict(self.all_jobs)
-        self.all_jobs[job.id] = job
+        changed = {job.id: job for job in jobs}
+        pipelines = {job.pipeline_id for job in jobs if job.pipeline_id}
+        if pipelines:
+            # The later steps changed too: take every step as the back end has it now.
+            changed |= {j.id: j for j in self.ctx.backend.jobs() if j.pipeline_id in pipelines}
+        self.all_jobs.update(changed)
         self._show()
-        self._announce(transitions(before, [job]))
+        self._announce(transitions(before, list(changed.values())))

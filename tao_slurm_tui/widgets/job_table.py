@@ -29,6 +29,7 @@ from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.slurm import explain_reason, parse_duration
 from tao_slurm_tui.core.start_estimate import short_time
+from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_label, row_order
 
 SLURM_STATES = (
     "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED",
@@ -117,7 +118,7 @@ def job_plain_cells(job: JobRecord) -> dict[str, str]:
     limit = latest.time_limit if latest else ""
     pending = job.status is TaoStatus.PENDING
     return {
-        "id": job.id,
+        "id": row_label(job),
         "status": str(job.status),
         "state": job.slurm_state,
         "slurm_id": job.slurm_job_id,
@@ -153,11 +154,13 @@ class Cell:
     """One table cell: its plain text and style; the Rich ``Text`` is made only when DataTable
     draws the cell (visible rows only), not for each of 2,000 rows up front."""
 
-    __slots__ = ("plain", "style")
+    __slots__ = ("plain", "row", "style")
 
-    def __init__(self, plain: str, style: Style | str = "") -> None:
+    def __init__(self, plain: str, style: Style | str = "", row: str = "") -> None:
         self.plain = plain
         self.style = style
+        self.row = row
+        """The row's key (set on the Job column's cell: what the sort orders by)."""
 
     def __rich__(self) -> Text:
         return Text(self.plain, style=self.style, no_wrap=True, end="")
@@ -201,6 +204,7 @@ class JobTable(DataTable[Cell]):
         "job-table--canceled",
         "job-table--paused",
         "job-table--progress",
+        "job-table--pipeline",
     }
 
     DEFAULT_CSS = """
@@ -215,6 +219,7 @@ class JobTable(DataTable[Cell]):
         & > .job-table--canceled { color: $text-muted; }
         & > .job-table--paused { color: $accent; text-style: italic; }
         & > .job-table--progress { color: $primary; }
+        & > .job-table--pipeline { text-style: bold; }
     }
     """
 
@@ -302,6 +307,9 @@ class JobTable(DataTable[Cell]):
         self._styles.clear()
 
     def _cell(self, job: JobRecord, key: str, value: str) -> Cell:
+        if key == "id":
+            style = self._style("pipeline") if isinstance(job, PipelineRow) else ""
+            return Cell(value, style, row=job.id)
         if key == "status":
             return Cell(value, self._style(job.status.value.lower()))
         if key == "progress":
@@ -394,9 +402,11 @@ class JobTable(DataTable[Cell]):
     # ------------------------------------------------------------------ sort
     def _sort(self) -> None:
         column = self.sort_column
-        values = {job_id: sort_value(job, column) for job_id, job in self.jobs.items()}
-        key: Callable[[Any], Any] = lambda cell: (values[cell.plain], cell.plain)  # noqa: E731
-        self.sort("id", key=key, reverse=self.sort_reverse)
+        # A pipeline's steps stay right under its row, in step order, in either direction.
+        order = row_order(self.jobs, lambda job: sort_value(job, column), reverse=self.sort_reverse)
+        index = {job_id: i for i, job_id in enumerate(order)}
+        key: Callable[[Any], Any] = lambda cell: index[cell.row]  # noqa: E731
+        self.sort("id", key=key)
 
     def sort_by(self, column: str, reverse: bool | None = None) -> None:
         """Sort by a column (same column again flips the order); the cursor stays on its job."""
