@@ -28,6 +28,7 @@ from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.sbatch_preview import SbatchPreview
 from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm, in_words
 from tao_slurm_tui.widgets.start_estimate_pane import StartEstimatePane
+from tao_slurm_tui.widgets.steps_editor import StepsEditor
 
 PREVIEW_DELAY = 0.25
 """Seconds of quiet typing before the preview is rendered again."""
@@ -171,6 +172,11 @@ class ComposerScreen(Screen[str | None]):
         if event.control is not self.preview:  # the preview's own reloads are not edits
             self._changed()
 
+    @on(StepsEditor.Changed)
+    def _steps_changed(self) -> None:
+        self.touched.add("then")  # an added or removed action is an edit
+        self._changed()
+
     def _changed(self, immediate: bool = False) -> None:
         self._validate()
         if self._preview_timer is not None:
@@ -238,7 +244,7 @@ class ComposerScreen(Screen[str | None]):
         # was edited, every problem once a submit was tried or a file loaded.
         shown = errors if self.show_all else {k: m for k, m in errors.items() if k in self.touched}
         self.form.show_errors(shown)
-        keys = {field.key for field in FIELDS}
+        keys = {field.key for field in FIELDS} | {"then"}  # the steps editor shows its own
         loose = [f"{k}: {m}" for k, m in errors.items() if k not in keys]
         self.problems.update("\n".join(in_words(line) for line in loose))
         self.query_one("#drop-extra").display = bool(self.form.extra)
@@ -319,9 +325,12 @@ class ComposerScreen(Screen[str | None]):
             self.submitting = False
             self.submit_button.disabled = False
         self.saved = self.current_spec()  # submitted: nothing to lose on leaving
-        self.notify(
-            f"{job.id} submitted as SLURM job {job.slurm_job_id or '?'}.", title="Submitted"
-        )
+        if job.steps:
+            ids = ", ".join(step.slurm_job_id for step in (job, *job.steps))
+            text = f"Pipeline {job.id} submitted: {len(job.steps) + 1} steps (SLURM jobs {ids})."
+        else:
+            text = f"{job.id} submitted as SLURM job {job.slurm_job_id or '?'}."
+        self.notify(text, title="Submitted")
         # The app puts the queue's cursor on the new job; the result is the id too.
         self.app.post_message(self.JobSubmitted(job.id))
         self.dismiss(job.id)

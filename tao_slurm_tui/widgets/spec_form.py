@@ -18,6 +18,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Switch, TextArea
 
 from tao_slurm_tui.core.spec import DEFAULT_IMAGE
+from tao_slurm_tui.widgets.steps_editor import StepsEditor
 
 Kind = Literal["text", "int", "float", "list", "bool", "env", "json"]
 
@@ -178,11 +179,19 @@ class SpecForm(VerticalScroll):
                         select_on_focus=False,
                     )
             yield Label("", id=f"e-{field.key}", classes="field-error")
+        yield StepsEditor(id="steps")
 
     def load(self, spec: dict[str, Any]) -> None:
         """Fill every field from ``spec`` (unknown keys are kept aside for validation)."""
-        known = {field.key for field in FIELDS}
+        known = {field.key for field in FIELDS} | {"then"}
         self.extra = {k: v for k, v in spec.items() if k not in known}
+        steps = spec.get("then")
+        if isinstance(steps, list):
+            self.query_one(StepsEditor).load(steps)
+        else:
+            self.query_one(StepsEditor).load([])
+            if steps is not None:
+                self.extra["then"] = steps  # not a list: validation names it
         for field in FIELDS:
             widget = self.query_one(f"#f-{field.key}")
             value = _display(field, spec.get(field.key))
@@ -209,6 +218,11 @@ class SpecForm(VerticalScroll):
             spec[field.key] = value
             if error:
                 errors[field.key] = error
+        steps, problem = self.query_one(StepsEditor).steps()
+        if steps:
+            spec["then"] = steps  # a pipeline (a single job has no "then" at all)
+        if problem:
+            errors["then"] = problem
         spec.update(self.extra)
         return spec, errors
 
@@ -220,10 +234,11 @@ class SpecForm(VerticalScroll):
             label.update(message)
             label.set_class(bool(message), "-shown")
             self.query_one(f"#f-{field.key}").set_class(bool(message), "-bad")
+        self.query_one(StepsEditor).show_error(in_words(errors.get("then", "")))
 
     def first_error_widget(self, errors: dict[str, str]) -> str | None:
         """Id of the first field with an error (to focus it)."""
         for field in FIELDS:
             if field.key in errors:
                 return f"f-{field.key}"
-        return None
+        return "add-step" if "then" in errors else None

@@ -17,47 +17,59 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label
 
 STEP_INPUTS: tuple[tuple[str, str, str, int], ...] = (
-    # (spec key, placeholder, kind, width; 0 = the rest)
-    ("action", "evaluate", "text", 12),
-    ("command", "dino evaluate -e /specs/eval.yaml", "text", 0),
-    ("num_gpus", "GPUs", "int", 6),
-    ("num_nodes", "nodes", "int", 7),
-    ("time_hours", "hours", "float", 7),
+    # (spec key, placeholder, kind, line of the row)
+    ("action", "action, e.g. evaluate", "text", 0),
+    ("command", "command, e.g. dino evaluate -e /specs/eval.yaml", "text", 0),
+    ("num_gpus", "GPUs/node", "int", 1),
+    ("num_nodes", "nodes", "int", 1),
+    ("time_hours", "hours", "float", 1),
 )
-"""The inputs of a step row: what a follow-up action usually changes."""
+"""The inputs of a step row (two lines: name and command, then its own resources)."""
 
 _OTHER_KEYS = ("cpus_per_task", "timeout_hours", "partition", "env", "specs")
 """Step keys without an input of their own: kept as loaded (a spec file may set them)."""
 
 
-class StepRow(Horizontal):
-    """One follow-up action."""
+class StepRow(Vertical):
+    """One follow-up action: its name and command on one line, its resources on the next."""
 
     def __init__(self, step: dict[str, Any], *, id: str) -> None:
         super().__init__(id=id, classes="step-row")
         self.step = step
         self.kept = {k: v for k, v in step.items() if k in _OTHER_KEYS}
         """Keys a loaded spec set that have no input here (kept unchanged)."""
+        self.number = 0
+        """The step's number in the pipeline (2 for the first follow-up action)."""
 
     def compose(self) -> ComposeResult:
-        """Number, the inputs, a remove button."""
-        yield Label("", classes="step-number")
-        for key, placeholder, _, width in STEP_INPUTS:
-            value = self.step.get(key)
-            field = Input(
-                "" if value is None else str(value),
-                placeholder=placeholder,
-                classes=f"step-{key}",
-                select_on_focus=False,
-                compact=True,
-            )
-            if width:
-                field.styles.width = width
-            yield field
-        yield Button("✕", classes="step-remove", compact=True, tooltip="Remove this action")
+        """Number, name and command; then the resources and a remove button."""
+        for line in (0, 1):
+            with Horizontal(classes="step-line"):
+                number = f"{self.number}." if line == 0 and self.number else ""
+                yield Label(number, classes="step-number" if line == 0 else "step-indent")
+                for key, placeholder, _, on_line in STEP_INPUTS:
+                    if on_line != line:
+                        continue
+                    value = self.step.get(key)
+                    yield Input(
+                        "" if value is None else str(value),
+                        placeholder=placeholder,
+                        classes=f"step-{key}",
+                        select_on_focus=False,
+                        compact=True,
+                    )
+                if line == 1:
+                    yield Button(
+                        "✕ remove",
+                        classes="step-remove",
+                        compact=True,
+                        tooltip="Remove this action",
+                    )
 
     def value(self) -> tuple[dict[str, Any], str]:
         """The step as a spec table, and the first input that does not parse ('' if none)."""
+        if not self.query(Input):
+            return dict(self.step), ""  # just loaded, its inputs not mounted yet
         step: dict[str, Any] = {}
         problem = ""
         for key, placeholder, kind, _ in STEP_INPUTS:
@@ -87,12 +99,15 @@ class StepsEditor(Vertical):
     DEFAULT_CSS = """
     StepsEditor {
         height: auto;
+        margin-top: 1;
         & .steps-title { color: $text-muted; width: 1fr; padding: 0 1 0 0; }
-        & .steps-head { height: 1; }
-        & .step-row { height: 1; margin-bottom: 0; }
-        & .step-number { width: 3; color: $text-muted; }
-        & .step-row Input { margin-right: 1; width: 1fr; }
-        & .step-remove { min-width: 3; width: 3; }
+        & .steps-head { height: auto; }
+        & .step-row { height: auto; margin-top: 1; }
+        & .step-line { height: 1; }
+        & .step-number, & .step-indent { width: 3; color: $text-muted; }
+        & .step-line Input { margin-right: 1; width: 1fr; background: $boost; }
+        & .step-action { max-width: 20; }
+        & .step-remove { min-width: 10; width: 10; }
         & #steps-error { color: $error; display: none; }
         & #steps-error.-shown { display: block; }
     }
@@ -106,7 +121,8 @@ class StepsEditor(Vertical):
         """A title with the add button, the rows, an error line."""
         with Horizontal(classes="steps-head"):
             yield Label(
-                "Then (pipeline: each after the one before completed)", classes="steps-title"
+                "Then, each once the one before completed (empty GPUs, nodes, hours: the job's):",
+                classes="steps-title",
             )
             yield Button("+ Follow-up action", id="add-step", compact=True)
         yield Vertical(id="step-rows")
@@ -121,8 +137,10 @@ class StepsEditor(Vertical):
         """Show exactly ``steps`` (a spec's ``then``), replacing the rows."""
         box = self.query_one("#step-rows", Vertical)
         box.remove_children()
-        box.mount_all([self._row(dict(step)) for step in steps or [] if isinstance(step, dict)])
-        self.call_after_refresh(self._number)
+        rows = [self._row(dict(step)) for step in steps or [] if isinstance(step, dict)]
+        for index, row in enumerate(rows, start=2):
+            row.number = index
+        box.mount_all(rows)
 
     def _row(self, step: dict[str, Any]) -> StepRow:
         self._serial += 1
@@ -130,7 +148,9 @@ class StepsEditor(Vertical):
 
     def _number(self) -> None:
         for index, row in enumerate(self.rows, start=2):
-            row.query_one(".step-number", Label).update(f"{index}.")
+            row.number = index
+            for label in row.query(".step-number").results(Label):  # none until composed
+                label.update(f"{index}.")
 
     def steps(self) -> tuple[list[dict[str, Any]], str]:
         """The ``then`` list as typed, and the first input that does not parse ('' if none)."""
@@ -154,6 +174,7 @@ class StepsEditor(Vertical):
         """Add an empty action and put the cursor in its name."""
         event.stop()
         row = self._row({})
+        row.number = len(self.rows) + 2
         await self.query_one("#step-rows", Vertical).mount(row)
         self._number()
         row.query_one(".step-action", Input).focus()

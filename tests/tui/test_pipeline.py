@@ -8,14 +8,21 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Button, Input
 
 from tao_slurm_tui.app import TaoSlurmApp
 from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.screens.composer import ComposerScreen
+from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.screens.pipeline_cancel import PipelineCancelModal
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend, seed_jobs, seed_pipeline
+from tao_slurm_tui.widgets.steps_editor import StepsEditor
 from tests.tui.conftest import build_app, frozen
-from tests.tui.waits import settle, shown, wait_for
+from tests.tui.test_composer import GOOD
+from tests.tui.test_composer import _open as open_composer
+from tests.tui.waits import record_notifications, settle, shown, wait_for
+from tests.unit.test_pipeline import PIPELINE_TOML
 
 STEPS = ["rtdetr", "rtdetr-evaluate", "rtdetr-export"]
 
@@ -115,6 +122,86 @@ async def test_cancel_the_whole_pipeline_from_its_row() -> None:
         assert str(screen.table.get_cell("pipeline:rtdetr", "status")) == "Canceled"
 
 
+async def add_action(
+    pilot: Pilot[Any], screen: ComposerScreen, action: str, command: str, gpus: str = ""
+) -> None:
+    """Press "+ Follow-up action" and fill the new row."""
+    editor = screen.query_one(StepsEditor)
+    before = len(editor.rows)
+    editor.query_one("#add-step", Button).press()
+    await wait_for(pilot, lambda: len(editor.rows) == before + 1, "a new action row")
+    row = editor.rows[-1]
+    for key, text in (("action", action), ("command", command), ("num_gpus", gpus)):
+        if text:
+            row.query_one(f".step-{key}", Input).value = text
+    await settle(pilot)
+
+
+async def test_the_composer_adds_follow_up_actions_and_previews_every_step() -> None:
+    fake = FakeBackend(clock=frozen)
+    app = build_app(fake)
+    notes = record_notifications(app)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_composer(pilot, GOOD)
+        await add_action(pilot, screen, "evaluate", "dino evaluate -e /specs/eval.yaml", "1")
+        await add_action(pilot, screen, "export", "dino export -e /specs/export.yaml")
+        spec = screen.current_spec()
+        assert spec["then"] == [
+            {"action": "evaluate", "command": "dino evaluate -e /specs/eval.yaml", "num_gpus": 1},
+            {"action": "export", "command": "dino export -e /specs/export.yaml"},
+        ]
+        await wait_for(
+            pilot,
+            lambda: screen.preview.text.count("#!/bin/bash") == 3,
+            "every step's script in the preview",
+        )
+        text = screen.preview.text
+        assert "# ===== step 2 of 3: compose-test-evaluate, after compose-test completed" in text
+        assert "#SBATCH --dependency=afterok:<SLURM id of the previous step>" in text
+        assert "TAO_PREVIOUS_RESULTS_DIR" in text
+        # A bad number in a row is named with its step.
+        row = screen.query_one(StepsEditor).rows[0]
+        row.query_one(".step-num_gpus", Input).value = "two"
+        await wait_for(pilot, lambda: "then" in screen.errors, "the step's problem")
+        assert screen.errors["then"].startswith("step 2: GPUs/node must be a whole number")
+        row.query_one(".step-num_gpus", Input).value = "1"
+        await wait_for(pilot, lambda: "then" not in screen.errors, "fixed")
+        # Remove the last action, put it back, submit: three jobs of one pipeline.
+        await pilot.click(f"#{screen.query_one(StepsEditor).rows[-1].id} .step-remove")
+        await wait_for(pilot, lambda: len(screen.query_one(StepsEditor).rows) == 1, "removed")
+        await add_action(pilot, screen, "export", "dino export -e /specs/export.yaml")
+        await pilot.press("ctrl+s")
+        queue_screen: QueueScreen = await shown(pilot, QueueScreen)
+        await wait_for(
+            pilot, lambda: "compose-test-export" in queue_screen.table.jobs, "the steps' rows"
+        )
+        steps = [j for j in fake.jobs() if j.pipeline_id == "compose-test"]
+        assert sorted((j.pipeline_step, j.id) for j in steps) == [
+            (0, "compose-test"),
+            (1, "compose-test-evaluate"),
+            (2, "compose-test-export"),
+        ]
+        assert any("Pipeline compose-test submitted: 3 steps" in n.message for n in notes)
+
+
+async def test_a_loaded_pipeline_fills_the_editor(tmp_path: Any) -> None:
+    path = tmp_path / "pipe.toml"
+    path.write_text(PIPELINE_TOML, "utf-8")
+    app = build_app(FakeBackend(clock=frozen))
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_composer(pilot)
+        await pilot.press("ctrl+o")
+        modal = await shown(pilot, PathModal)
+        modal.query_one(Input).value = str(path)
+        await pilot.press("enter")
+        editor = screen.query_one(StepsEditor)
+        await wait_for(pilot, lambda: len(editor.rows) == 2, "two action rows")
+        await settle(pilot)
+        assert [s["action"] for s in screen.current_spec()["then"]] == ["evaluate", "export"]
+        assert not screen.form.extra  # "then" is no unknown key
+        assert screen.current_spec()["then"][0]["env"] == {"SPLIT": "val"}  # kept as loaded
+
+
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
 
 
@@ -141,3 +228,22 @@ def test_snapshot_pipeline_cancel_modal(snap_compare: Any, size: tuple[int, int]
         await settle(pilot)
 
     assert snap_compare(pipeline_app(), terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_composer_with_follow_up_actions(snap_compare: Any, size: tuple[int, int]) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = await open_composer(pilot, GOOD)
+        await add_action(pilot, screen, "evaluate", "dino evaluate -e /specs/eval.yaml", "1")
+        await add_action(pilot, screen, "export", "dino export -e /specs/export.yaml")
+        await wait_for(
+            pilot, lambda: screen.preview.text.count("#!/bin/bash") == 3, "the three scripts"
+        )
+        await wait_for(
+            pilot, lambda: "As is" in str(screen.estimate.render()), "the start estimate"
+        )
+        screen.form.scroll_end(animate=False)  # the actions are at the end of the form
+        await settle(pilot)
+
+    assert snap_compare(
+        build_app(FakeBackend(clock=frozen)), terminal_size=size, run_before=run_before
+    )
