@@ -18,7 +18,14 @@ from tao_slurm_tui.config import Settings  # noqa: E402
 from tao_slurm_tui.screens.composer import ComposerScreen  # noqa: E402
 from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
 from tao_slurm_tui.services.backend import Backend  # noqa: E402
-from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend, fake_profile  # noqa: E402
+from tao_slurm_tui.core.models import JobRecord  # noqa: E402
+from tao_slurm_tui.services.fake import (  # noqa: E402
+    FROZEN_TIME,
+    FakeBackend,
+    fake_profile,
+    seed_jobs,
+    seed_pipeline,
+)
 
 SIZES = {"": (160, 45), "-80x24": (80, 24)}
 """File suffix -> terminal size: a big terminal, and the smallest the app must work in."""
@@ -96,6 +103,10 @@ async def history_output(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("down", "down", "down", "l")
 
 
+async def pipeline(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await _settle(app, pilot)  # the pipeline's row is on top: its running step's details
+
+
 SHOTS: dict[str, Step] = {
     "queue": queue,
     "composer": composer,
@@ -107,13 +118,16 @@ SHOTS: dict[str, Step] = {
     "help": help_screen,
     "history": history,
     "history-output": history_output,
+    "pipeline": pipeline,
 }
 
 
-def backend(name: str = "fake") -> Backend:
+def backend(name: str = "fake", jobs: list[JobRecord] | None = None) -> Backend:
     """The fake back end of a profile; three fake clusters, one of them unreachable."""
     others = {n: fake_profile() for n in ("fake", "dgx-east", "lab-small")}
-    fake = FakeBackend(clock=lambda: FROZEN_TIME, profile_name=name, other_profiles=others)
+    fake = FakeBackend(
+        clock=lambda: FROZEN_TIME, profile_name=name, other_profiles=others, jobs=jobs
+    )
     if name == "lab-small":
         fake.capacity_error = (
             "Could not connect to any login host on port 22 (lab-login: timed out); check "
@@ -122,10 +136,13 @@ def backend(name: str = "fake") -> Backend:
     return fake
 
 
-async def shoot(name: str, step: Step, size: tuple[int, int]) -> Path:
-    """Run the app on the fake back end, drive it to a screen, save the SVG."""
+async def shoot(
+    name: str, step: Step, size: tuple[int, int], jobs: list[JobRecord] | None = None
+) -> Path:
+    """Run the app on the fake back end (``jobs``: instead of the seeded ones), drive it to a
+    screen, save the SVG."""
     app = make_app(
-        backend(),
+        backend(jobs=jobs),
         backend_factory=backend,
         settings=Settings(poll_interval=3600),
         clock=lambda: FROZEN_TIME,
@@ -140,12 +157,15 @@ async def shoot(name: str, step: Step, size: tuple[int, int]) -> Path:
     return path
 
 
-async def main() -> None:
+async def main(names: list[str]) -> None:
     OUT.mkdir(exist_ok=True)
     for name, step in SHOTS.items():
+        if names and name not in names:
+            continue
+        jobs = [*seed_pipeline(), *seed_jobs()] if name == "pipeline" else None
         for suffix, size in SIZES.items():
-            print(await shoot(f"{name}{suffix}", step, size))
+            print(await shoot(f"{name}{suffix}", step, size, jobs))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))  # names: only those shots (default every one)
