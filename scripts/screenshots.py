@@ -15,10 +15,10 @@ sys.path.insert(0, str(ROOT))
 
 from tao_slurm_tui.app import TaoSlurmApp, make_app  # noqa: E402
 from tao_slurm_tui.config import Settings  # noqa: E402
+from tao_slurm_tui.core.models import JobRecord  # noqa: E402
 from tao_slurm_tui.screens.composer import ComposerScreen  # noqa: E402
 from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
 from tao_slurm_tui.services.backend import Backend  # noqa: E402
-from tao_slurm_tui.core.models import JobRecord  # noqa: E402
 from tao_slurm_tui.services.fake import (  # noqa: E402
     FROZEN_TIME,
     FakeBackend,
