@@ -102,6 +102,7 @@ class StepsEditor(Vertical):
         margin-top: 1;
         & .steps-title { color: $text-muted; width: 1fr; padding: 0 1 0 0; }
         & .steps-head { height: auto; }
+        & #step-rows { height: auto; }
         & .step-row { height: auto; margin-top: 1; }
         & .step-line { height: 1; }
         & .step-number, & .step-indent { width: 3; color: $text-muted; }
