@@ -24,29 +24,38 @@ def _rename(line: str, suffix: str) -> str:
 
 
 def scaled_output(text: str, nodes: int) -> str:
-    """``text`` (a recorded answer) grown to about ``nodes`` nodes.
+    """``text`` (a recorded answer) grown (or cut) to exactly ``nodes`` nodes.
 
     Copy ``k`` of node ``n`` is called ``n-kK``; running jobs are copied onto the copies of
-    their nodes (one job line per copy, ids shifted), pending jobs once per copy, so per-node
-    numbers and the share of busy GPUs stay those of the recording.
+    their nodes (one job line per copy, ids shifted) when every node they run on is copied,
+    pending jobs once per copy, so per-node numbers and the share of busy GPUs stay those of
+    the recording.
     """
     sections = split_sections(text)
     node_lines = [ln for ln in sections["nodes"].text.splitlines() if ln.strip()]
     job_lines = [ln for ln in sections["jobs"].text.splitlines() if ln.strip()]
-    copies = max(1, nodes // max(1, len(node_lines)))
+    names = [
+        m.group(1) for ln in node_lines if (m := re.search(r"\bNodeName=(\S+)", ln)) is not None
+    ]
     out_nodes: list[str] = []
     out_jobs: list[str] = []
-    for k in range(copies):
+    per_copy = max(1, len(node_lines))
+    for k in range((nodes + per_copy - 1) // per_copy):
         suffix = "" if k == 0 else f"-k{k}"
-        out_nodes += [_rename(ln, suffix) for ln in node_lines]
+        taken = node_lines[: nodes - k * per_copy]
+        out_nodes += [_rename(ln, suffix) for ln in taken]
+        present = set(names[: len(taken)])
         for line in job_lines:
             fields = line.split("|")
+            hosts = [] if fields[9] in ("", "(null)") else expand_nodelist(fields[9])
+            if not set(hosts) <= present:
+                continue
             if k:
                 head = re.match(r"^\d+", fields[0])
                 if head:
                     fields[0] = str(int(head.group(0)) + 100_000 * k) + fields[0][head.end() :]
-                if fields[9] not in ("", "(null)"):
-                    fields[9] = ",".join(f"{n}{suffix}" for n in expand_nodelist(fields[9]))
+                if hosts:
+                    fields[9] = ",".join(f"{n}{suffix}" for n in hosts)
             out_jobs.append("|".join(fields))
     rebuilt = []
     for name, section in sections.items():

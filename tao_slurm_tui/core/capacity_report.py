@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from tao_slurm_tui.core.capacity import (
     Association,
@@ -300,30 +300,55 @@ def _better(a: FreeBlock | None, b: FreeBlock | None) -> FreeBlock | None:
     return b if key_b > key_a else a
 
 
+class _NodeFigures(NamedTuple):
+    """What one node adds to every partition it is in (worked out once per refresh)."""
+
+    node: Node
+    alloc: GpuCounts
+    block: FreeBlock | None
+
+
+@dataclass(slots=True)
+class _JobTally:
+    """Running and pending jobs and GPUs of one partition."""
+
+    running_jobs: int = 0
+    running_gpus: int = 0
+    pending_jobs: int = 0
+    pending_gpus: int = 0
+
+    def add(self, job: Job, gpus: int) -> None:
+        if job.running:
+            self.running_jobs += job.tasks
+            self.running_gpus += gpus
+        else:
+            self.pending_jobs += job.tasks
+            self.pending_gpus += gpus
+
+
 def _partition_capacity(
-    part: Partition, members: list[Node], alloc: dict[str, GpuCounts], jobs: list[Job]
+    part: Partition, members: list[_NodeFigures], tally: _JobTally
 ) -> PartitionCapacity:
     states = dict.fromkeys(NodeState, 0)
     totals: dict[str, list[int]] = {}
     block: FreeBlock | None = None
     cpus_total = cpus_free = mem_total = mem_free = 0
-    for node in members:
+    for figures in members:
+        node, node_alloc = figures.node, figures.alloc
+        usable = node.state.usable
         states[node.state] += 1
-        node_alloc = alloc[node.name]
         for kind, count in node.gpus.items():
             row = totals.setdefault(kind, [0, 0, 0, 0])
             used = min(count, node_alloc.get(kind, 0))
             row[0] += count
             row[1] += used
-            row[2 if node.state.usable else 3] += count - used
+            row[2 if usable else 3] += count - used
         cpus_total += node.cpus_total
         mem_total += node.mem_total_mb
-        if node.state.usable:
+        if usable:
             cpus_free += node.cpus_free
             mem_free += node.mem_free_mb
-        block = _better(block, _block(node, node_alloc))
-    running = [j for j in jobs if j.running and part.name in j.partitions]
-    pending = [j for j in jobs if not j.running and part.name in j.partitions]
+        block = _better(block, figures.block)
     return PartitionCapacity(
         name=part.name,
         default=part.default,
@@ -339,10 +364,10 @@ def _partition_capacity(
         cpus_free=cpus_free,
         mem_total_mb=mem_total,
         mem_free_mb=mem_free,
-        running_jobs=sum(j.tasks for j in running),
-        running_gpus=sum(j.gpus for j in running),
-        pending_jobs=sum(j.tasks for j in pending),
-        pending_gpus=sum(j.gpus for j in pending),
+        running_jobs=tally.running_jobs,
+        running_gpus=tally.running_gpus,
+        pending_jobs=tally.pending_jobs,
+        pending_gpus=tally.pending_gpus,
     )
 
 
@@ -428,6 +453,8 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
 
     Partitions come in ``scontrol``'s order; a partition the nodes name but ``scontrol show
     partition`` did not list (it failed, or the partition is hidden) is still shown.
+    Linear in nodes and jobs: each node's figures (allocation, free block) are worked out once
+    whatever its partitions, and the jobs are tallied per partition in one pass.
     """
     alloc: dict[str, GpuCounts] = {
         n.name: n.gpus_alloc for n in raw.nodes if n.gpus_alloc is not None
@@ -440,14 +467,28 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
             if name not in known:
                 known.add(name)
                 partitions.append(Partition(name, False, "UP", "", ()))
-    by_partition: dict[str, list[Node]] = {p.name: [] for p in partitions}
-    by_name = {n.name: n for n in raw.nodes}
+    figures = {n.name: _NodeFigures(n, alloc[n.name], _block(n, alloc[n.name])) for n in raw.nodes}
+    by_partition: dict[str, list[_NodeFigures]] = {}
     for part in partitions:
-        members = [by_name[n] for n in part.nodes if n in by_name]
-        seen = {n.name for n in members}
-        members += [n for n in raw.nodes if part.name in n.partitions and n.name not in seen]
+        members = [figures[n] for n in part.nodes if n in figures]
+        seen = {f.node.name for f in members}
+        members += [
+            f
+            for f in figures.values()
+            if part.name in f.node.partitions and f.node.name not in seen
+        ]
         by_partition[part.name] = members
-    capacities = [_partition_capacity(p, by_partition[p.name], alloc, raw.jobs) for p in partitions]
+    tallies = {p.name: _JobTally() for p in partitions}
+    mine = _JobTally()
+    for job in raw.jobs:
+        gpus = job.gpus  # a property: work it out once, not once per partition
+        if job.user == raw.user:
+            mine.add(job, gpus)
+        for name in job.partitions:
+            tally = tallies.get(name)
+            if tally is not None:
+                tally.add(job, gpus)
+    capacities = [_partition_capacity(p, by_partition[p.name], tallies[p.name]) for p in partitions]
     unavailable = [
         UnavailableNode(
             n.name,
@@ -462,14 +503,6 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
         for n in raw.nodes
         if not n.state.usable
     ]
-    mine_running = [j for j in raw.jobs if j.running and j.user == raw.user]
-    mine_pending = [j for j in raw.jobs if not j.running and j.user == raw.user]
-    mine = MyShare(
-        running_jobs=sum(j.tasks for j in mine_running),
-        running_gpus=sum(j.gpus for j in mine_running),
-        pending_jobs=sum(j.tasks for j in mine_pending),
-        pending_gpus=sum(j.gpus for j in mine_pending),
-    )
     free = sum(sum(_free_by_type(n, alloc[n.name]).values()) for n in raw.nodes if n.state.usable)
     notes = list(raw.notes)
     if raw.skipped:
@@ -478,7 +511,7 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
         user=raw.user,
         partitions=capacities,
         unavailable=unavailable,
-        mine=mine,
+        mine=MyShare(mine.running_jobs, mine.running_gpus, mine.pending_jobs, mine.pending_gpus),
         limits=_limits(raw),
         accounting=raw.accounting,
         notes=notes,

@@ -21,6 +21,7 @@ from tao_slurm_tui.core.capacity import (
     parse_key_values,
     parse_node_line,
     parse_tres,
+    pick_fields,
     split_sections,
 )
 from tao_slurm_tui.core.capacity_report import CapacityReport, build_report
@@ -106,6 +107,81 @@ def test_key_values_keep_spaces_in_values() -> None:
     )
     assert fields["OS"] == "Linux 6.1.0 #1 SMP PREEMPT_DYNAMIC Debian"
     assert fields["Reason"] == "GPU fell off the bus [root@2026-11-30T21:58:02]"
+
+
+def _recorded_node_lines() -> list[str]:
+    lines = []
+    for path in sorted(GOLDEN.glob("*.txt")):
+        section = split_sections(path.read_text(encoding="utf-8")).get("nodes")
+        if section is not None:
+            lines += [ln for ln in section.text.splitlines() if ln.startswith("NodeName=")]
+    return lines
+
+
+def test_pick_fields_reads_what_the_full_split_reads_on_every_recorded_line() -> None:
+    lines = _recorded_node_lines()
+    assert len(lines) >= 8
+    keys = ("NodeName", "State", "Gres", "GresUsed", "AllocTRES", "CfgTRES", "Partitions")
+    for line in lines:
+        full = parse_key_values(line)
+        picked = pick_fields(line, keys, "Reason")
+        assert picked == {k: full[k] for k in (*keys, "Reason") if k in full}, line
+
+
+def test_pick_fields_edges() -> None:
+    line = (
+        "NodeName=n1 GresUsed=gpu:a100:1(IDX:0) Gres=gpu:a100:2  CPUAlloc=1 AllocTRES= "
+        "State=IDLE+DRAIN Reason=operator said State=DOWN Gres=gpu:9 [root@2026-11-30T21:58:02]"
+    )
+    fields = pick_fields(
+        line, ("NodeName", "Gres", "GresUsed", "AllocTRES", "State", "X"), "Reason"
+    )
+    # A key is not matched inside a longer one (Gres vs GresUsed); an empty value stays empty;
+    # the first occurrence wins, so the reason's "State=DOWN" does not shadow the node's state.
+    assert fields == {
+        "NodeName": "n1",
+        "Gres": "gpu:a100:2",
+        "GresUsed": "gpu:a100:1(IDX:0)",
+        "AllocTRES": "",
+        "State": "IDLE+DRAIN",
+        "Reason": "operator said",
+    }
+    assert pick_fields("  ", ("NodeName",), "Reason") == {}
+    assert pick_fields("NodeName=last", ("NodeName",)) == {"NodeName": "last"}
+
+
+def test_node_line_reason_without_who_and_when() -> None:
+    node = parse_node_line("NodeName=g1 CPUTot=8 Gres=gpu:2 State=DOWN Reason=cable pulled")
+    assert node is not None
+    assert (node.reason, node.reason_by, node.reason_time) == ("cable pulled", "", "")
+    assert node.state is NodeState.DOWN
+
+
+def test_nodes_share_cached_parses_but_not_their_dicts() -> None:
+    line = "NodeName={} CPUTot=8 Gres=gpu:a100:4 State=MIXED CfgTRES=gres/gpu=4 AllocTRES={}"
+    a = parse_node_line(line.format("a", "gres/gpu=1"))
+    b = parse_node_line(line.format("b", "gres/gpu=1"))
+    c = parse_node_line(line.format("c", ""))
+    assert a is not None and b is not None and c is not None
+    assert a.gpus_alloc == b.gpus_alloc == {"a100": 1} and c.gpus_alloc == {}
+    assert a.gpus_alloc is not b.gpus_alloc and a.gpus is not b.gpus
+    a.gpus_alloc["a100"] = 99  # a caller mutating one node's dict leaves the next parse alone
+    again = parse_node_line(line.format("d", "gres/gpu=1"))
+    assert again is not None and again.gpus_alloc == {"a100": 1}
+
+
+def test_job_line_keeps_padding_out_and_counts_arrays_only_when_pending() -> None:
+    job = parse_job_line(" 9_[1-4]|u|a|q|p|pending|1|1|gpu:1||N/A|(Priority) \n")
+    assert job is not None
+    assert (job.job_id, job.state, job.tasks, job.reason, job.gpus) == (
+        "9_[1-4]",
+        "PENDING",
+        4,
+        "Priority",
+        4,
+    )
+    running = parse_job_line("9_3|u|a|q|p|RUNNING|1|1|gpu:1|n1|N/A|None")
+    assert running is not None and running.tasks == 1
 
 
 def test_node_line_reason_split_and_untyped_alloc_on_single_type() -> None:
@@ -326,6 +402,16 @@ def test_allocation_derived_from_jobs_when_nodes_do_not_say() -> None:
         2,
     )
     assert report.mine.running_gpus == 4
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 7, 8, 9, 100])
+def test_scaled_output_has_exactly_the_nodes_asked_for(nodes: int) -> None:
+    raw = parse_capacity_output(scaled_output(SYNTHETIC, nodes))
+    assert len(raw.nodes) == nodes
+    assert len({n.name for n in raw.nodes}) == nodes
+    names = {n.name for n in raw.nodes}
+    # Running jobs are copied only onto nodes that exist in the scaled answer.
+    assert all(set(j.node_list) <= names for j in raw.jobs if j.running)
 
 
 def test_scaled_output_keeps_per_node_numbers() -> None:
