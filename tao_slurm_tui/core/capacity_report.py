@@ -72,6 +72,9 @@ class PartitionCapacity:
     gpu_types: list[GpuTypeCapacity]
     largest_block: FreeBlock | None
     """None when no node has a free GPU."""
+    blocks: dict[str, FreeBlock]
+    """The largest free block of each GPU type (types with a free GPU only), for a request
+    that names a type (``--gres=gpu:a100:4``)."""
     cpus_total: int
     cpus_free: int
     """On nodes that accept jobs."""
@@ -226,6 +229,7 @@ def _partition_json(p: PartitionCapacity) -> dict[str, Any]:
                     "allocated": t.allocated,
                     "free": t.free,
                     "unavailable": t.unavailable,
+                    "largest_free_block": p.blocks[t.kind].gpus if t.kind in p.blocks else 0,
                 }
                 for t in p.gpu_types
             },
@@ -306,6 +310,16 @@ class _NodeFigures(NamedTuple):
     node: Node
     alloc: GpuCounts
     block: FreeBlock | None
+    free: GpuCounts
+    """Free GPUs by type when the node can take a job now (else empty)."""
+
+
+def _figures(node: Node, alloc: GpuCounts) -> _NodeFigures:
+    block = _block(node, alloc)
+    free = (
+        {k: v for k, v in _free_by_type(node, alloc).items() if v > 0} if block is not None else {}
+    )
+    return _NodeFigures(node, alloc, block, free)
 
 
 @dataclass(slots=True)
@@ -332,6 +346,7 @@ def _partition_capacity(
     states = dict.fromkeys(NodeState, 0)
     totals: dict[str, list[int]] = {}
     block: FreeBlock | None = None
+    blocks: dict[str, FreeBlock] = {}
     cpus_total = cpus_free = mem_total = mem_free = 0
     for figures in members:
         node, node_alloc = figures.node, figures.alloc
@@ -349,6 +364,9 @@ def _partition_capacity(
             cpus_free += node.cpus_free
             mem_free += node.mem_free_mb
         block = _better(block, figures.block)
+        for kind, gpus in figures.free.items():
+            typed = FreeBlock(gpus, node.name, kind, node.cpus_free, node.mem_free_mb)
+            blocks[kind] = _better(blocks.get(kind), typed) or typed
     return PartitionCapacity(
         name=part.name,
         default=part.default,
@@ -360,6 +378,7 @@ def _partition_capacity(
             for kind, row in sorted(totals.items(), key=lambda kv: kv[0])
         ],
         largest_block=block,
+        blocks=dict(sorted(blocks.items())),
         cpus_total=cpus_total,
         cpus_free=cpus_free,
         mem_total_mb=mem_total,
@@ -467,7 +486,7 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
             if name not in known:
                 known.add(name)
                 partitions.append(Partition(name, False, "UP", "", ()))
-    figures = {n.name: _NodeFigures(n, alloc[n.name], _block(n, alloc[n.name])) for n in raw.nodes}
+    figures = {n.name: _figures(n, alloc[n.name]) for n in raw.nodes}
     by_partition: dict[str, list[_NodeFigures]] = {}
     for part in partitions:
         members = [figures[n] for n in part.nodes if n in figures]

@@ -49,6 +49,7 @@ def variants(
     allowed_partitions: list[str],
     gpus_per_node: int,
     time_seconds: int,
+    gpu_type: str = "",
 ) -> list[Variant]:
     """The runs of one estimate: as is first, then each alternative worth asking about.
 
@@ -57,6 +58,7 @@ def variants(
         allowed_partitions: the profile's partitions (each is tried alone).
         gpus_per_node: GPUs per node of the form.
         time_seconds: the form's wall time.
+        gpu_type: the GPU type the script asks for ('' for any); fewer GPUs keep the type.
     """
     runs = [Variant("as_is", "as is")]
     chosen = [p.strip() for p in partition.split(",") if p.strip()]
@@ -64,7 +66,9 @@ def variants(
     runs += [Variant("partition", p, ("--partition", p)) for p in dict.fromkeys(others)]
     if gpus_per_node > 1:
         half = gpus_per_node // 2
-        runs.append(Variant("gpus", f"{half} GPUs per node", (f"--gres=gpu:{half}",)))
+        gres = f"gpu:{gpu_type}:{half}" if gpu_type else f"gpu:{half}"
+        label = f"{half} {gpu_type} GPUs per node" if gpu_type else f"{half} GPUs per node"
+        runs.append(Variant("gpus", label, (f"--gres={gres}",)))
     if time_seconds >= 2 * 3600:
         half_time = time_seconds // 2
         runs.append(
@@ -240,23 +244,26 @@ def hints(estimates: list[Estimate]) -> list[str]:
     return lines
 
 
-def block_hint(nodes: int, gpus_per_node: int, block: FreeBlock | None) -> str:
+def block_hint(nodes: int, gpus_per_node: int, block: FreeBlock | None, gpu_type: str = "") -> str:
     """Whether the request fits the largest free block on one node right now.
 
     ``1 node x 4 GPUs fits a free block now (gpu01: 8 a100 free)``; for a request bigger than
     any free block: ``the largest free block is 2 GPUs (gpu02): 8 GPUs per node waits``.
+    With ``gpu_type`` (the request names one), ``block`` is that type's largest free block and
+    the words name the type.
     """
     if gpus_per_node <= 0:
         return ""
+    gpus = f"{gpu_type} GPUs" if gpu_type else "GPUs"
     if block is None:
-        return "No node has a free GPU right now."
+        return f"No node has a free {gpu_type + ' ' if gpu_type else ''}GPU right now."
     free = f"{block.node}: {block.gpus} {type_label(block.kind)} free"
     if nodes == 1 and gpus_per_node <= block.gpus:
-        return f"1 node x {gpus_per_node} GPUs fits a free block now ({free})."
+        return f"1 node x {gpus_per_node} {gpus} fits a free block now ({free})."
     if gpus_per_node > block.gpus:
         return (
-            f"The largest free block is {block.gpus} GPUs ({block.node}); "
-            f"{gpus_per_node} GPUs per node waits."
+            f"The largest free block is {block.gpus} {gpus} ({block.node}); "
+            f"{gpus_per_node} {gpus} per node waits."
         )
     return ""
 
@@ -265,6 +272,7 @@ def block_hint(nodes: int, gpus_per_node: int, block: FreeBlock | None) -> str:
 
 
 _DIRECTIVE_RE = re.compile(r"^#SBATCH\s+--([a-z-]+)(?:[= ](\S+))?", re.MULTILINE)
+_GPUS_RE = re.compile(r"^(?:gpu:)?(?:([A-Za-z0-9_.-]+):)?(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -275,13 +283,26 @@ class Request:
     nodes: int = 1
     gpus_per_node: int = 0
     time_seconds: int = 0
+    gpu_type: str = ""
+    """The GPU type asked for (``--gres=gpu:a100:4``); '' for any type."""
+
+
+def _gpus_per_node(found: dict[str, str]) -> tuple[int, str]:
+    """GPUs per node and their type from ``--gres`` or ``--gpus-per-node`` (``[TYPE:]N``)."""
+    by_type = parse_gres(found.get("gres", ""))
+    if not by_type and found.get("gpus-per-node"):
+        match = _GPUS_RE.match(found["gpus-per-node"])
+        if match:
+            by_type = {match.group(1) or "": int(match.group(2))}
+    typed = [k for k in by_type if k]
+    return sum(by_type.values()), typed[0] if len(typed) == 1 and len(by_type) == 1 else ""
 
 
 def script_request(script: str) -> Request:
-    """Read partition, nodes, GPUs per node and wall time from a rendered script's directives."""
+    """Read partition, nodes, GPUs per node (and their type) and wall time from a rendered
+    script's directives."""
     found = {key: value or "" for key, value in _DIRECTIVE_RE.findall(script)}
-    gres = found.get("gres", "")
-    gpus = sum(parse_gres(gres).values())
+    gpus, gpu_type = _gpus_per_node(found)
     seconds = 0
     if found.get("time"):
         try:
@@ -294,6 +315,7 @@ def script_request(script: str) -> Request:
         nodes=int(nodes) if nodes.isdigit() else 1,
         gpus_per_node=gpus,
         time_seconds=seconds,
+        gpu_type=gpu_type,
     )
 
 
@@ -324,5 +346,7 @@ def start_estimate_of(
         first = request.partition.split(",")[0].strip()
         part = capacity.partition(first)
         if part is not None:
-            block = block_hint(request.nodes, request.gpus_per_node, part.largest_block)
+            kind = request.gpu_type
+            largest = part.blocks.get(kind) if kind else part.largest_block
+            block = block_hint(request.nodes, request.gpus_per_node, largest, kind)
     return StartEstimate(estimates, hints(estimates), block)

@@ -78,7 +78,11 @@ async def estimate_start(
     """
     request = script_request(script)
     runs = variants(
-        request.partition, allowed_partitions, request.gpus_per_node, request.time_seconds
+        request.partition,
+        allowed_partitions,
+        request.gpus_per_node,
+        request.time_seconds,
+        request.gpu_type,
     )
     result = await conn.run(estimate_command(runs), input=script, timeout=timeout)
     return start_estimate_of(parse_estimates(result.stdout, runs), request, capacity)

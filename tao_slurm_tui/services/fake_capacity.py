@@ -175,7 +175,9 @@ def fake_start_estimate(
     """What ``sbatch --test-only`` would say on the fake cluster: now where a free block fits,
     else a fixed wait per partition (halved with half the wall time)."""
     request = script_request(script)
-    runs = variants(request.partition, allowed, request.gpus_per_node, request.time_seconds)
+    runs = variants(
+        request.partition, allowed, request.gpus_per_node, request.time_seconds, request.gpu_type
+    )
     estimates: list[Estimate] = []
     for run in runs:
         args = dict(zip(run.args[::2], run.args[1::2], strict=False))

@@ -126,6 +126,7 @@ def test_info_json_is_the_contract_and_its_paths_exist() -> None:
         "ssh",
         "partition",
         "nodes",
+        "gpus",
         "registry",
         "demo_image",
         "ngc_key_file",
@@ -141,6 +142,16 @@ def test_info_json_is_the_contract_and_its_paths_exist() -> None:
     assert len(info["nodes"]) >= 2
     sinfo = ssh("sinfo -h -N -p polar -o %N")
     assert sorted(set(sinfo.stdout.split())) == sorted(info["nodes"])
+    # The fake GPUs are typed (two types), and SLURM configures each node as info says.
+    assert set(info["gpus"]) == set(info["nodes"])
+    assert len({g["type"] for g in info["gpus"].values()}) >= 2
+    gres = ssh("sinfo -h -N -p polar -O NodeHost:|,Gres:|")
+    configured = {
+        name.strip(): value.strip()
+        for name, value, *_ in (line.split("|") for line in gres.stdout.splitlines())
+    }
+    for node, gpus in info["gpus"].items():
+        assert configured[node].startswith(f"gpu:{gpus['type']}:{gpus['count']}"), configured
     host, _, port = info["registry"].rpartition(":")
     assert host and port.isdigit()
     assert info["demo_image"].startswith(info["registry"] + "/")

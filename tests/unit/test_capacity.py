@@ -347,7 +347,10 @@ def test_json_contract_round_trips() -> None:
         "allocated": 11,
         "free": 13,
         "unavailable": 8,
+        "largest_free_block": 8,
     }
+    batch = next(p for p in data["partitions"] if p["name"] == "batch")
+    assert batch["gpus"]["by_type"]["v100"]["largest_free_block"] == 2
     assert polar["largest_free_block"]["gpus"] == 8
     assert polar["nodes"]["drained"] == 1
     assert data["mine"]["pending_gpus"] == 26

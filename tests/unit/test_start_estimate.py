@@ -126,3 +126,48 @@ def test_recorded_sandbox_test_only() -> None:
     assert [e.partition for e in est] == ["polar", "batch", "polar", "polar"]
     assert describe(est[0]) == "11-30 23:09 (in ~20 min)"
     assert hints(est) == ["2 GPUs per node: in ~10 min"]
+
+
+def test_typed_request_keeps_its_type_in_the_fewer_gpus_variant() -> None:
+    typed = variants("polar", ["polar"], 4, 3600, gpu_type="h100")
+    assert [(v.label, v.args) for v in typed if v.kind == "gpus"] == [
+        ("2 h100 GPUs per node", ("--gres=gpu:h100:2",))
+    ]
+
+
+def test_script_request_reads_the_gpu_type() -> None:
+    from tao_slurm_tui.core.start_estimate import script_request
+
+    head = "#!/bin/bash\n#SBATCH --partition=polar\n#SBATCH --nodes=1\n#SBATCH --time=01:00:00\n"
+    assert script_request(head + "#SBATCH --gres=gpu:a100:4\n").gpu_type == "a100"
+    untyped = script_request(head + "#SBATCH --gres=gpu:4\n")
+    assert (untyped.gpus_per_node, untyped.gpu_type) == (4, "")
+    per_node = script_request(head + "#SBATCH --gpus-per-node=h100:2\n")
+    assert (per_node.gpus_per_node, per_node.gpu_type) == (2, "h100")
+    # Two types at once: no single type to keep, the count is the sum.
+    mixed = script_request(head + "#SBATCH --gres=gpu:a100:1,gpu:h100:1\n")
+    assert (mixed.gpus_per_node, mixed.gpu_type) == (2, "")
+    assert script_request(head + "#SBATCH --gpus-per-node=lots\n").gpus_per_node == 0
+
+
+def test_typed_block_hint_uses_that_types_block() -> None:
+    from tao_slurm_tui.core.capacity import parse_capacity_output
+    from tao_slurm_tui.core.capacity_report import build_report
+    from tao_slurm_tui.core.start_estimate import Estimate, Request, start_estimate_of
+    from tests.capacity_data import GOLDEN
+
+    report = build_report(parse_capacity_output((GOLDEN / "synthetic.txt").read_text()))
+    batch = report.partition("batch")
+    assert batch is not None and set(batch.blocks) == {"a100", "v100"}
+    # gpu05 (MIXED+DRAIN) takes no job: gpu07 has 2 of its 4 v100 free; gpu01 all 8 a100.
+    assert (batch.blocks["v100"].node, batch.blocks["v100"].gpus) == ("gpu07", 2)
+    assert (batch.blocks["a100"].node, batch.blocks["a100"].gpus) == ("gpu01", 8)
+    est = [Estimate(Variant("as_is", "as is"), "2026-11-30T22:00:00", 0)]
+    v100 = start_estimate_of(est, Request("batch", 1, 4, 3600, "v100"), report)
+    assert (
+        v100.block == "The largest free block is 2 v100 GPUs (gpu07); 4 v100 GPUs per node waits."
+    )
+    any_type = start_estimate_of(est, Request("batch", 1, 4, 3600), report)
+    assert any_type.block.startswith("1 node x 4 GPUs fits a free block now (gpu01: 8 a100")
+    none = start_estimate_of(est, Request("batch", 1, 1, 3600, "h100"), report)
+    assert none.block == "No node has a free h100 GPU right now."
