@@ -32,7 +32,7 @@ from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
-from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
+from tao_slurm_tui.services.capacity import CapacityCache, estimate_start, fetch_capacity
 from tao_slurm_tui.services.history import HistoryService
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
@@ -76,7 +76,8 @@ class ClusterBackend:
         self._poll_warning = ""
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
-        self._capacity: CapacityReport | None = None
+        self.capacities = CapacityCache(lambda: fetch_capacity(self.conn, user=self._profile.user))
+        """The last capacity report, shared by the GPUs screen and the composer's hint."""
 
     # ------------------------------------------------------------------ services, on first use
 
@@ -282,8 +283,7 @@ class ClusterBackend:
 
     async def capacity(self) -> CapacityReport:
         """The cluster's capacity in one round trip (kept for the composer's block hint)."""
-        self._capacity = await fetch_capacity(self.conn, user=self._profile.user)
-        return self._capacity
+        return await self.capacities.refresh()
 
     async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
         """sbatch --test-only on the script the spec renders to (one round trip); for a
@@ -292,7 +292,7 @@ class ClusterBackend:
             spec_for(spec, self._profile), self._profile, partition_limits=self._limits()
         )[0]
         return await estimate_start(
-            self.conn, script, self._profile.partitions, capacity=self._capacity
+            self.conn, script, self._profile.partitions, capacity=self.capacities
         )
 
     # ------------------------------------------------------------------ onboarding

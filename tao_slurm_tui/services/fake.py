@@ -37,7 +37,7 @@ from tao_slurm_tui.core.spec import (
     spec_errors_for_profile,
     spec_for,
 )
-from tao_slurm_tui.core.start_estimate import StartEstimate
+from tao_slurm_tui.core.start_estimate import StartEstimate, script_request, start_estimate_of
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.services.backend import (
     LogBatch,
@@ -45,6 +45,7 @@ from tao_slurm_tui.services.backend import (
     ProgressCallback,
     SubmitStage,
 )
+from tao_slurm_tui.services.capacity import CapacityCache
 from tao_slurm_tui.services.fake_capacity import fake_capacity, fake_start_estimate
 from tao_slurm_tui.services.fake_history import FakeHistory
 
@@ -343,8 +344,9 @@ class FakeBackend:
         """Seconds between queue polls (the settings' default)."""
         self.capacity_error: str | None = None
         """When set, :meth:`capacity` fails with this message (a cluster that is down)."""
-        self.capacity_count = 0
-        """How many capacity refreshes ran."""
+        self.capacities = CapacityCache(self._fake_capacity, clock=self.clock)
+        """The last capacity report, shared by the GPUs screen and the composer's hint (as the
+        cluster back end keeps it)."""
         self.estimate_count = 0
         """How many start estimates ran."""
         self.history = FakeHistory(self.clock(), list(self._jobs.values()))
@@ -603,24 +605,34 @@ class FakeBackend:
         return first
 
     # ---------------------------------------------------------------- capacity
-    async def capacity(self) -> CapacityReport:
-        """The fake cluster's capacity (:mod:`~tao_slurm_tui.services.fake_capacity`)."""
+    @property
+    def capacity_count(self) -> int:
+        """How many capacity refreshes ran."""
+        return self.capacities.fetches
+
+    async def _fake_capacity(self) -> CapacityReport:
         await asyncio.sleep(0)
-        self.capacity_count += 1
         if self.capacity_error:
             raise OperationFailed(self.capacity_error)
         return fake_capacity(self._profile.user or "researcher", self._profile_name)
 
+    async def capacity(self) -> CapacityReport:
+        """The fake cluster's capacity (:mod:`~tao_slurm_tui.services.fake_capacity`)."""
+        return await self.capacities.refresh()
+
     async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
         """What sbatch --test-only would say on the fake cluster for the rendered spec (a
-        pipeline: its first step)."""
+        pipeline: its first step); the free-block hint comes from the shared capacity cache, as
+        on a cluster."""
         script = render_steps(
             spec_for(spec, self._profile), self._profile, partition_limits=FAKE_LIMITS
         )[0]
         await asyncio.sleep(0)
         self.estimate_count += 1
-        report = fake_capacity(self._profile.user or "researcher", self._profile_name)
-        return fake_start_estimate(script, self._profile.partitions, self.clock(), report)
+        truth = fake_capacity(self._profile.user or "researcher", self._profile_name)
+        estimate = fake_start_estimate(script, self._profile.partitions, self.clock(), truth)
+        report = await self.capacities.get_or_none()
+        return start_estimate_of(estimate.estimates, script_request(script), report)
 
     # ---------------------------------------------------------------- onboarding
     async def doctor(self, spec_path: str | None = None) -> DoctorReport:

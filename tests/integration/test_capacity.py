@@ -31,6 +31,7 @@ from tao_slurm_tui.core.spec import validate_spec
 from tao_slurm_tui.core.start_estimate import NOW_SLACK
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
+from tests import sandbox
 
 pytestmark = [pytest.mark.serial]
 
@@ -298,3 +299,64 @@ async def test_start_estimate_now_then_later_and_matches_the_queue(
     in_queue = datetime.fromisoformat(start)
     estimated = datetime.fromisoformat(first.start)
     assert abs((in_queue - estimated).total_seconds()) <= 60, (start, first.start)
+
+
+def sinfo_typed() -> dict[str, tuple[bool, dict[str, int], dict[str, int]]]:
+    """Node → (usable, configured GPUs by type, used GPUs by type), from sinfo (typed GRES)."""
+
+    def by_type(gres: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for item in re.sub(r"\(.*?\)", "", gres).split(","):
+            parts = item.split(":")
+            if parts[0] == "gpu" and len(parts) == 3 and parts[2].isdigit():
+                out[parts[1]] = out.get(parts[1], 0) + int(parts[2])
+        return out
+
+    nodes = {}
+    for node in sinfo_nodes():
+        line = admin("sinfo", "-N", "-h", "-n", node.name, "-O", "Gres:|,GresUsed:|")
+        gres, used, *_ = (f.strip() for f in line.splitlines()[0].split("|"))
+        nodes[node.name] = (node.usable, by_type(gres), by_type(used))
+    return nodes
+
+
+async def test_free_gpus_by_type_and_a_typed_estimate(
+    conn: Connection, jobs: Jobs, sandbox_profile: Profile
+) -> None:
+    types = {node: gpus["type"] for node, gpus in sandbox.info()["gpus"].items()}
+    assert len(set(types.values())) >= 2, types
+    # The type fewest nodes have (the sandbox's last node): one GPU of it taken by type.
+    rare = min(set(types.values()), key=lambda t: (list(types.values()).count(t), t))
+    rare_node = next(node for node, kind in types.items() if kind == rare)
+    await jobs.submit("-p", PARTITION, f"--gres=gpu:{rare}:1", "-t", "10", wait_running=True)
+    report = await _report(conn, sandbox_profile.user)
+    seen = sinfo_typed()
+    polar = report.partition(PARTITION)
+    assert polar is not None
+    by_type = {t.kind: t for t in polar.gpu_types}
+    assert set(by_type) == set(types.values())
+    for kind, row in by_type.items():
+        nodes = [v for v in seen.values() if kind in v[1]]
+        assert row.total == sum(v[1][kind] for v in nodes)
+        assert row.allocated == sum(v[2].get(kind, 0) for v in nodes)
+        assert row.free == sum(v[1][kind] - v[2].get(kind, 0) for v in nodes if v[0])
+    usable, configured, used = seen[rare_node]
+    assert usable and used.get(rare, 0) >= 1, seen[rare_node]
+    free_rare = configured[rare] - used.get(rare, 0)
+    block = polar.blocks[rare]
+    assert (block.node, block.gpus, block.kind) == (rare_node, free_rare, rare)
+    # A script asking for a whole node of that type: SLURM says it waits, the hint names the
+    # type's block, and the fewer-GPUs run keeps the type.
+    want = configured[rare]
+    plain = _script(sandbox_profile, want, f"typed-{uuid.uuid4().hex[:6]}")
+    assert f"#SBATCH --gres=gpu:{want}\n" in plain
+    script = plain.replace(f"--gres=gpu:{want}\n", f"--gres=gpu:{rare}:{want}\n")
+    estimate = await estimate_start(conn, script, [PARTITION], capacity=report)
+    assert not estimate.estimates[0].now, estimate.estimates[0]
+    assert estimate.block == (
+        f"The largest free block is {free_rare} {rare} GPUs ({rare_node}); "
+        f"{want} {rare} GPUs per node waits."
+    )
+    fewer = next(e for e in estimate.estimates if e.variant.kind == "gpus")
+    assert fewer.variant.args == (f"--gres=gpu:{rare}:{want // 2}",)
+    assert fewer.now and fewer.nodes == rare_node, fewer

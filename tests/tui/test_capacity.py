@@ -15,6 +15,7 @@ from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.overview import OverviewScreen
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.capacity import CAPACITY_MAX_AGE
 from tao_slurm_tui.services.fake import FakeBackend, fake_profile
 from tests.tui.conftest import SIZE, frozen
 from tests.tui.test_composer import GOOD
@@ -178,6 +179,40 @@ async def test_composer_estimate_and_debounced_refresh() -> None:
         await settle(pilot)
         await pilot.pause(0.1)
         assert backend.estimate_count == count + 1
+
+
+async def test_composer_block_hint_on_first_open_shares_the_capacity_cache() -> None:
+    """The free-block hint needs no visit to the GPUs screen: the composer's first estimate
+    fetches the capacity itself (once), later estimates reuse it while it is fresh, the GPUs
+    screen refreshes the same cache, and a stale report is fetched again."""
+    now = [frozen()]
+    backend = FakeBackend(clock=lambda: now[0])
+    app = make_app(backend, settings=Settings(poll_interval=3600), clock=frozen, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        assert backend.capacity_count == 0
+        screen = await _composer(pilot, num_gpus=8)
+        hint = "The largest free block is 4 GPUs (gpu-a01); 8 GPUs per node waits."
+        await wait_for(pilot, lambda: hint in str(screen.estimate.render()), "the block hint")
+        assert backend.capacity_count == 1
+        screen.estimate_delay = 0.05
+        field = screen.query_one("#f-num_gpus", Input)
+        field.value = "4"
+        fits = "1 node x 4 GPUs fits a free block now (gpu-a01: 4 a100 free)."
+        await wait_for(pilot, lambda: fits in str(screen.estimate.render()), "it fits now")
+        assert backend.capacity_count == 1  # fresh: the same report
+        await pilot.press("escape")
+        await shown(pilot, QueueScreen)
+        await pilot.press("g")
+        await shown(pilot, CapacityScreen)
+        await wait_for(pilot, lambda: backend.capacity_count == 2, "the GPUs screen's refresh")
+        fetched_at = backend.capacities.fetched_at
+        assert fetched_at == now[0]
+        await pilot.press("escape")
+        await shown(pilot, QueueScreen)
+        now[0] += CAPACITY_MAX_AGE + 1  # the report is stale now
+        again = await _composer(pilot, num_gpus=8)
+        await wait_for(pilot, lambda: hint in str(again.estimate.render()), "the hint again")
+        assert backend.capacity_count == 3
 
 
 async def test_composer_estimate_failure_is_one_sentence() -> None:

@@ -280,3 +280,38 @@ async def test_failing_submit_shows_slurms_message_and_keeps_the_form(
         assert not composer.submit_button.disabled
         assert name not in {job.id for job in app.backend.jobs() if job.submitted}
     await app.backend.close()
+
+
+async def test_composer_block_hint_without_opening_the_gpus_screen(
+    cluster_app: TaoSlurmApp,
+) -> None:
+    """On the real cluster the composer's first estimate brings the free-block hint: the
+    capacity is fetched alongside it (one capacity command), never the GPUs screen first."""
+    app = cluster_app
+    backend = app.backend
+    assert isinstance(backend, ClusterBackend)
+    async with app.run_test(size=SIZE) as pilot:
+        composer = await open_composer_with_demo(pilot)
+        hints = ("fits a free block now", "The largest free block is", "No node has a free GPU")
+        await wait_for(
+            pilot,
+            lambda: any(h in str(composer.estimate.render()) for h in hints),
+            "the free-block hint",
+        )
+        assert backend.capacities.fetches == 1
+        text = str(composer.estimate.render())
+        report = backend.capacities.report
+        assert report is not None
+        polar = report.partition("polar")
+        assert polar is not None
+        block = polar.largest_block
+        # The demo asks for 1 node x 1 GPU: the hint is the block the same report found.
+        if block is None:
+            assert "No node has a free GPU right now." in text
+        else:
+            kind = block.kind or "gpu"
+            assert (
+                f"1 node x 1 GPUs fits a free block now ({block.node}: {block.gpus} {kind} free)."
+                in text
+            )
+    await app.backend.close()
