@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
-from textual.widgets.data_table import RowDoesNotExist
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from tao_slurm_tui.core.capacity_report import type_label
 from tao_slurm_tui.screens.context import UiContext
@@ -140,6 +140,7 @@ class OverviewScreen(Screen[str | None]):
         if self._highlighted() in (None, summary.profile):
             self._detail(summary)
         cells = summary_cells(summary)
+        self._fit_columns()
         try:
             self.table.get_row_index(summary.profile)
         except RowDoesNotExist:
@@ -147,6 +148,22 @@ class OverviewScreen(Screen[str | None]):
             return
         for key, _ in COLUMNS:
             self.table.update_cell(summary.profile, key, cells[key], update_width=True)
+
+    def _fit_columns(self) -> None:
+        """Size every column to its widest cell before the cells change.
+
+        DataTable measures updated cells later (on its idle) and keeps rows it rendered in
+        between at the old widths, so an answer arriving after the first paint stayed cut
+        by a character ("gpu-a0"). Widths set here apply with the update itself.
+        """
+        rows = [summary_cells(s) for s in self.summaries.values()]
+        for key, title in COLUMNS:
+            column = self.table.columns.get(ColumnKey(key))
+            if column is None:
+                continue
+            widest = max([Text(title).cell_len, *(row[key].cell_len for row in rows)])
+            column.auto_width = False
+            column.width = max(column.width, widest)
 
     def action_refresh(self) -> None:
         """Refresh every cluster, each on its own worker."""
