@@ -145,7 +145,7 @@ def test_info_json_is_the_contract_and_its_paths_exist() -> None:
     # The fake GPUs are typed (two types), and SLURM configures each node as info says.
     assert set(info["gpus"]) == set(info["nodes"])
     assert len({g["type"] for g in info["gpus"].values()}) >= 2
-    gres = ssh("sinfo -h -N -p polar -O NodeHost:|,Gres:|")
+    gres = ssh("sinfo -h -N -p polar -O 'NodeHost:|,Gres:|'")
     configured = {
         name.strip(): value.strip()
         for name, value, *_ in (line.split("|") for line in gres.stdout.splitlines())
