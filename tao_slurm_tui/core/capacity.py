@@ -51,18 +51,58 @@ SACCTMGR_TIMEOUT = 10
 """Seconds sacctmgr may take (a dead slurmdbd makes it hang far longer)."""
 
 SECTIONS = ("user", "nodes", "partitions", "jobs", "qos", "assoc")
+
+LINE_CACHE = 16384
+"""Node and job lines whose parse is remembered (a few MiB at most; a line that changed is
+simply a new line)."""
 """Sections of the command's output, in order."""
 
 
-def capacity_command() -> str:
+NODE_FIELDS = (
+    "NodeName",
+    "State",
+    "Partitions",
+    "CPUTot",
+    "CPUEfctv",
+    "CPUAlloc",
+    "RealMemory",
+    "AllocMem",
+    "Gres",
+    "GresUsed",
+    "AllocTRES",
+    "CfgTRES",
+)
+"""The fields of a node line a refresh reads (besides the free-text ``Reason``)."""
+
+NODE_REDUCE_AWK = (
+    'BEGIN { n = split(K, k, " ") } '
+    '{ l = " " $0; if (index(l, " NodeName=") == 0) { print; next }; o = ""; '
+    'for (i = 1; i <= n; i++) { p = index(l, " " k[i] "="); if (p) { '
+    'r = substr(l, p + 1); e = index(r, " "); o = o " " (e ? substr(r, 1, e - 1) : r) } } '
+    'p = index(l, " Reason="); if (p) o = o substr(l, p); print substr(o, 2) }'
+)
+"""POSIX awk run on the login host over ``scontrol show node -o`` (``index``, no regular
+expression: one per key and line would be compiled again and again): each node line keeps only
+:data:`NODE_FIELDS` and the reason (a line is ~1 KiB, the kept part ~250 bytes; CPULoad,
+FreeMem and times, which change on every refresh, are dropped, so an unchanged node gives the
+same line twice and its parse is remembered). Lines that are not node lines (an error) pass
+unchanged."""
+
+
+def capacity_command(sources: Mapping[str, str] | None = None) -> str:
     """The one shell command of a capacity refresh (no argument comes from the user).
 
     The tools run side by side (sacctmgr alone takes a quarter of a second per call on a
     quiet controller), each into its own file of a private temporary directory; their outputs
-    are then printed in :data:`SECTIONS` order, each framed by markers with its exit status.
+    are then printed in :data:`SECTIONS` order, each framed by markers with its exit status
+    (the node section through :data:`NODE_REDUCE_AWK`).
     The remote user is asked for with ``id -un`` so the user's share and associations match the
     login, whatever the profile says. sacctmgr is bounded by ``timeout`` so a dead accounting
     daemon cannot stall the refresh; its sections then come back with their exit status.
+
+    Args:
+        sources: replace a section's tool with another command (``{"nodes": "cat FILE"}``):
+            how ``bench/`` replays a recorded big cluster through the same command.
     """
     sacctmgr = f"timeout {SACCTMGR_TIMEOUT} sacctmgr -nP"
     steps = {
@@ -79,12 +119,15 @@ def capacity_command() -> str:
             f'[ -z "$a" ] || {sacctmgr} show assoc where accounts="$a" format={ASSOC_FORMAT}'
         ),
     }
+    steps.update(sources or {})
     background = " ".join(
         f'( {{ {cmd}; }} >"$d/{name}" 2>&1; echo $? >"$d/{name}.rc" ) &'
         for name, cmd in steps.items()
     )
+    reduce = f"awk -v K='{' '.join(NODE_FIELDS)}' '{NODE_REDUCE_AWK}'"
     show = (
-        f'for n in {" ".join(steps)}; do echo "{MARK}$n"; cat "$d/$n"; echo; '
+        f'for n in {" ".join(steps)}; do echo "{MARK}$n"; '
+        f'if [ "$n" = nodes ]; then {reduce} "$d/$n"; else cat "$d/$n"; fi; echo; '
         f'echo "{MARK}rc $(cat "$d/$n.rc" 2>/dev/null)"; done'
     )
     return (
@@ -440,26 +483,14 @@ def _alloc_gpus(alloc_tres: str, gres_used: str | None, gpus_tracked: bool) -> G
     return alloc
 
 
-_NODE_KEYS = (
-    "NodeName",
-    "State",
-    "Partitions",
-    "CPUTot",
-    "CPUEfctv",
-    "CPUAlloc",
-    "RealMemory",
-    "AllocMem",
-    "Gres",
-    "GresUsed",
-    "AllocTRES",
-    "CfgTRES",
-)
-"""The fields of a node line a refresh reads (besides the free-text ``Reason``)."""
-
-
+@lru_cache(maxsize=LINE_CACHE)
 def parse_node_line(line: str) -> Node | None:
-    """One ``scontrol show node -o`` line; None when it is not a node line."""
-    fields = pick_fields(line, _NODE_KEYS, "Reason")
+    """One ``scontrol show node -o`` line; None when it is not a node line.
+
+    Remembered by its text (:data:`LINE_CACHE`): from one refresh to the next most nodes
+    print the same (reduced) line, and parsing it again would give the same node.
+    """
+    fields = pick_fields(line, NODE_FIELDS, "Reason")
     name = fields.get("NodeName")
     raw_state = fields.get("State")
     if not name or raw_state is None:
@@ -615,8 +646,12 @@ def _job_partitions(text: str) -> tuple[str, ...]:
     return tuple(p for p in text.strip().split(",") if p)
 
 
+@lru_cache(maxsize=LINE_CACHE)
 def parse_job_line(line: str) -> Job | None:
     """One squeue line in :data:`SQUEUE_FORMAT`; None when it does not have the fields.
+
+    Remembered by its text like :func:`parse_node_line` (a queue changes little between two
+    refreshes).
 
     A big queue is thousands of lines, so the per-line work is one split; the fields that
     repeat from job to job (state, partitions, GRES, reason, node lists) go through small

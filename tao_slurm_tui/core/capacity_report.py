@@ -308,18 +308,37 @@ class _NodeFigures(NamedTuple):
     """What one node adds to every partition it is in (worked out once per refresh)."""
 
     node: Node
-    alloc: GpuCounts
+    usable: bool
+    gpus: tuple[tuple[str, int, int], ...]
+    """(type, configured, allocated) per GPU type."""
+    cpus_free: int
+    mem_free_mb: int
     block: FreeBlock | None
-    free: GpuCounts
-    """Free GPUs by type when the node can take a job now (else empty)."""
+    typed_blocks: tuple[FreeBlock, ...]
+    """The node's free GPUs of each type as a block, when it can take a job now."""
 
 
 def _figures(node: Node, alloc: GpuCounts) -> _NodeFigures:
     block = _block(node, alloc)
-    free = (
-        {k: v for k, v in _free_by_type(node, alloc).items() if v > 0} if block is not None else {}
+    typed: tuple[FreeBlock, ...] = ()
+    if block is not None:
+        typed = tuple(
+            block
+            if kind == block.kind
+            else FreeBlock(free, node.name, kind, block.cpus_free, block.mem_free_mb)
+            for kind, free in _free_by_type(node, alloc).items()
+            if free > 0
+        )
+    usable = node.state.usable
+    return _NodeFigures(
+        node,
+        usable,
+        tuple((kind, count, min(count, alloc.get(kind, 0))) for kind, count in node.gpus.items()),
+        node.cpus_free if usable else 0,
+        node.mem_free_mb if usable else 0,
+        block,
+        typed,
     )
-    return _NodeFigures(node, alloc, block, free)
 
 
 @dataclass(slots=True)
@@ -331,12 +350,12 @@ class _JobTally:
     pending_jobs: int = 0
     pending_gpus: int = 0
 
-    def add(self, job: Job, gpus: int) -> None:
-        if job.running:
-            self.running_jobs += job.tasks
+    def add(self, running: bool, tasks: int, gpus: int) -> None:
+        if running:
+            self.running_jobs += tasks
             self.running_gpus += gpus
         else:
-            self.pending_jobs += job.tasks
+            self.pending_jobs += tasks
             self.pending_gpus += gpus
 
 
@@ -349,24 +368,24 @@ def _partition_capacity(
     blocks: dict[str, FreeBlock] = {}
     cpus_total = cpus_free = mem_total = mem_free = 0
     for figures in members:
-        node, node_alloc = figures.node, figures.alloc
-        usable = node.state.usable
+        node = figures.node
         states[node.state] += 1
-        for kind, count in node.gpus.items():
-            row = totals.setdefault(kind, [0, 0, 0, 0])
-            used = min(count, node_alloc.get(kind, 0))
+        free_column = 2 if figures.usable else 3
+        for kind, count, used in figures.gpus:
+            row = totals.get(kind)
+            if row is None:
+                row = totals[kind] = [0, 0, 0, 0]
             row[0] += count
             row[1] += used
-            row[2 if usable else 3] += count - used
+            row[free_column] += count - used
         cpus_total += node.cpus_total
         mem_total += node.mem_total_mb
-        if usable:
-            cpus_free += node.cpus_free
-            mem_free += node.mem_free_mb
-        block = _better(block, figures.block)
-        for kind, gpus in figures.free.items():
-            typed = FreeBlock(gpus, node.name, kind, node.cpus_free, node.mem_free_mb)
-            blocks[kind] = _better(blocks.get(kind), typed) or typed
+        cpus_free += figures.cpus_free
+        mem_free += figures.mem_free_mb
+        if figures.block is not None:
+            block = _better(block, figures.block)
+            for typed in figures.typed_blocks:
+                blocks[typed.kind] = _better(blocks.get(typed.kind), typed) or typed
     return PartitionCapacity(
         name=part.name,
         default=part.default,
@@ -500,13 +519,14 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
     tallies = {p.name: _JobTally() for p in partitions}
     mine = _JobTally()
     for job in raw.jobs:
+        running, tasks = job.running, job.tasks
         gpus = job.gpus  # a property: work it out once, not once per partition
         if job.user == raw.user:
-            mine.add(job, gpus)
+            mine.add(running, tasks, gpus)
         for name in job.partitions:
             tally = tallies.get(name)
             if tally is not None:
-                tally.add(job, gpus)
+                tally.add(running, tasks, gpus)
     capacities = [_partition_capacity(p, by_partition[p.name], tallies[p.name]) for p in partitions]
     unavailable = [
         UnavailableNode(
@@ -522,7 +542,7 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
         for n in raw.nodes
         if not n.state.usable
     ]
-    free = sum(sum(_free_by_type(n, alloc[n.name]).values()) for n in raw.nodes if n.state.usable)
+    free = sum(count - used for f in figures.values() if f.usable for _, count, used in f.gpus)
     notes = list(raw.notes)
     if raw.skipped:
         notes.append(f"{raw.skipped} line(s) of SLURM's answer could not be read and were skipped.")
