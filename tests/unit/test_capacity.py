@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tao_slurm_tui.core.capacity import (
     MARK,
+    NODE_FIELDS,
+    NODE_REDUCE_AWK,
     CapacityUnavailable,
     NodeState,
     array_tasks,
@@ -255,6 +258,32 @@ def test_command_runs_every_section_once_in_one_string() -> None:
         assert tool in command
     assert command.count("scontrol show node") == 1
     assert command.count("squeue") == 1
+
+
+def test_node_lines_reduced_on_the_login_host_parse_the_same() -> None:
+    """The awk of the command (run here as the login host runs it) keeps what is read."""
+    lines = _recorded_node_lines()
+    error = "slurm_load_node error: Unable to contact slurm controller (connect failure)"
+    reduced = subprocess.run(
+        ["awk", "-v", "K=" + " ".join(NODE_FIELDS), NODE_REDUCE_AWK],
+        input="\n".join([*lines, error]) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout.splitlines()
+    assert len(reduced) == len(lines) + 1 and reduced[-1] == error  # not a node line: as is
+    for full, short in zip(lines, reduced, strict=False):
+        assert len(short) < len(full) / 2
+        assert "CPULoad=" not in short and "FreeMem=" not in short  # what changes every time
+        parse_node_line.cache_clear()
+        assert parse_node_line(short) == parse_node_line(full), short
+
+
+def test_command_sources_replace_a_tool_and_keep_the_rest() -> None:
+    command = capacity_command({"nodes": "cat /tmp/nodes.txt"})
+    assert "scontrol show node" not in command and "cat /tmp/nodes.txt" in command
+    assert "squeue -h" in command and NODE_REDUCE_AWK in command
 
 
 def test_split_sections_cut_off_answer() -> None:
