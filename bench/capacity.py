@@ -229,13 +229,18 @@ async def main() -> None:
             ),
             "Notes: every refresh is one round trip at every size. The replayed rows skip the "
             "tools and show what grows with N: the bytes (`scontrol show node -o` prints ~1 KiB "
-            "a node; awk on the login host keeps the dozen fields read, ~250 bytes) and parsing "
-            "them. The live refresh is "
-            "bound by the tools, not the transport: the sections run side by side and "
-            "`sacctmgr` (~0.25 s a call on the sandbox's slurmdbd) is the longest. Before the "
-            "single-pass parser (2026-11-30, same machine) parsing + adding up took 349 ms at "
-            "999 nodes (~0.35 ms a node): each node line was split on every `Key=`, each job "
-            "built a frozen dataclass and each partition re-scanned every node and job.",
+            "a node; awk on the login host keeps the dozen fields read, ~250 bytes, and drops "
+            "CPULoad/FreeMem/times, so an unchanged node prints the same line twice) and "
+            "parsing them (node and job lines are remembered by their text: warm parsing is "
+            "the adding up plus a dictionary look-up per line). The command itself (temporary "
+            "files, six tools side by side, awk) is most of the small-cluster refresh. The live "
+            "refresh is bound by the tools, not the transport: `sacctmgr` (~0.25 s a call on "
+            "the sandbox's slurmdbd) is the longest. Before the single-pass parser "
+            "(2026-11-30, same machine) parsing + adding up took 349 ms at 999 nodes (~0.35 ms "
+            "a node): each node line was split on every `Key=`, each job built a frozen "
+            "dataclass and each partition re-scanned every node and job. This 2-core machine "
+            "is shared with other test runs: absolute times move by 2x between runs; the "
+            "ratios within one run hold.",
         ]
     )
     print()
