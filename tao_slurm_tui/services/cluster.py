@@ -32,7 +32,8 @@ from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
-from tao_slurm_tui.services.capacity import CapacityCache, estimate_start, fetch_capacity
+from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
+from tao_slurm_tui.services.capacity_cache import CapacityCache
 from tao_slurm_tui.services.history import HistoryService
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor

@@ -45,7 +45,7 @@ from tao_slurm_tui.services.backend import (
     ProgressCallback,
     SubmitStage,
 )
-from tao_slurm_tui.services.capacity import CapacityCache
+from tao_slurm_tui.services.capacity_cache import CapacityCache
 from tao_slurm_tui.services.fake_capacity import fake_capacity, fake_start_estimate
 from tao_slurm_tui.services.fake_history import FakeHistory
 

@@ -12,10 +12,11 @@ from tao_slurm_tui.app import TaoSlurmApp, make_app
 from tao_slurm_tui.config import Settings
 from tao_slurm_tui.screens.capacity import CapacityScreen
 from tao_slurm_tui.screens.composer import ComposerScreen
+from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.overview import OverviewScreen
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.backend import Backend
-from tao_slurm_tui.services.capacity import CAPACITY_MAX_AGE
+from tao_slurm_tui.services.capacity_cache import CAPACITY_MAX_AGE
 from tao_slurm_tui.services.fake import FakeBackend, fake_profile
 from tests.tui.conftest import SIZE, frozen
 from tests.tui.test_composer import GOOD
@@ -201,9 +202,9 @@ async def test_composer_block_hint_on_first_open_shares_the_capacity_cache() -> 
         await wait_for(pilot, lambda: fits in str(screen.estimate.render()), "it fits now")
         assert backend.capacity_count == 1  # fresh: the same report
         await pilot.press("escape")
-        await shown(pilot, QueueScreen)
-        await pilot.press("g")
-        await shown(pilot, CapacityScreen)
+        await shown(pilot, ConfirmModal)  # the form was edited: discard it
+        await pilot.press("y")
+        await _capacity(pilot)
         await wait_for(pilot, lambda: backend.capacity_count == 2, "the GPUs screen's refresh")
         fetched_at = backend.capacities.fetched_at
         assert fetched_at == now[0]

@@ -8,7 +8,7 @@ import pytest
 
 from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.errors import OperationFailed
-from tao_slurm_tui.services.capacity import CapacityCache
+from tao_slurm_tui.services.capacity_cache import CapacityCache
 from tao_slurm_tui.services.fake_capacity import fake_capacity
 
 
