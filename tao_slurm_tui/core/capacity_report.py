@@ -341,26 +341,16 @@ def _figures(node: Node, alloc: GpuCounts) -> _NodeFigures:
     )
 
 
-@dataclass(slots=True)
-class _JobTally:
-    """Running and pending jobs and GPUs of one partition."""
-
-    running_jobs: int = 0
-    running_gpus: int = 0
-    pending_jobs: int = 0
-    pending_gpus: int = 0
-
-    def add(self, running: bool, tasks: int, gpus: int) -> None:
-        if running:
-            self.running_jobs += tasks
-            self.running_gpus += gpus
-        else:
-            self.pending_jobs += tasks
-            self.pending_gpus += gpus
+def _count_job(tally: list[int], running: bool, tasks: int, gpus: int) -> None:
+    """Add a job to a ``[running jobs, running GPUs, pending jobs, pending GPUs]`` tally (the
+    order of :class:`MyShare`'s fields)."""
+    at = 0 if running else 2
+    tally[at] += tasks
+    tally[at + 1] += gpus
 
 
 def _partition_capacity(
-    part: Partition, members: list[_NodeFigures], tally: _JobTally
+    part: Partition, members: list[_NodeFigures], tally: list[int]
 ) -> PartitionCapacity:
     states = dict.fromkeys(NodeState, 0)
     totals: dict[str, list[int]] = {}
@@ -402,10 +392,10 @@ def _partition_capacity(
         cpus_free=cpus_free,
         mem_total_mb=mem_total,
         mem_free_mb=mem_free,
-        running_jobs=tally.running_jobs,
-        running_gpus=tally.running_gpus,
-        pending_jobs=tally.pending_jobs,
-        pending_gpus=tally.pending_gpus,
+        running_jobs=tally[0],
+        running_gpus=tally[1],
+        pending_jobs=tally[2],
+        pending_gpus=tally[3],
     )
 
 
@@ -516,17 +506,17 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
             if part.name in f.node.partitions and f.node.name not in seen
         ]
         by_partition[part.name] = members
-    tallies = {p.name: _JobTally() for p in partitions}
-    mine = _JobTally()
+    tallies = {p.name: [0, 0, 0, 0] for p in partitions}
+    mine = [0, 0, 0, 0]
     for job in raw.jobs:
         running, tasks = job.running, job.tasks
         gpus = job.gpus  # a property: work it out once, not once per partition
         if job.user == raw.user:
-            mine.add(running, tasks, gpus)
+            _count_job(mine, running, tasks, gpus)
         for name in job.partitions:
             tally = tallies.get(name)
             if tally is not None:
-                tally.add(running, tasks, gpus)
+                _count_job(tally, running, tasks, gpus)
     capacities = [_partition_capacity(p, by_partition[p.name], tallies[p.name]) for p in partitions]
     unavailable = [
         UnavailableNode(
@@ -550,7 +540,7 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
         user=raw.user,
         partitions=capacities,
         unavailable=unavailable,
-        mine=MyShare(mine.running_jobs, mine.running_gpus, mine.pending_jobs, mine.pending_gpus),
+        mine=MyShare(*mine),
         limits=_limits(raw),
         accounting=raw.accounting,
         notes=notes,
