@@ -92,6 +92,8 @@ class Sample:
     live: int
     stored: int
     load: float
+    types: dict[str, int] = field(default_factory=dict)
+    """Live objects per type name (gc), for what grows."""
 
 
 @dataclass
@@ -160,6 +162,11 @@ def ssh_channels(backend: ClusterBackend) -> int:
     return len(getattr(conn, "_channels", {}))
 
 
+def type_counts() -> dict[str, int]:
+    gc.collect()  # garbage not yet collected is no leak
+    return dict(Counter(type(o).__qualname__ for o in gc.get_objects()))
+
+
 def sample(soak: Soak) -> Sample:
     ticks, soak.ticks = soak.ticks, []
     squeues, soak.squeues = soak.squeues, []
@@ -171,6 +178,7 @@ def sample(soak: Soak) -> Sample:
         channels=ssh_channels(soak.backend),
         tasks=len(asyncio.all_tasks()),
         threads=threading.active_count(),
+        types=type_counts(),
         objects=len(gc.get_objects()),
         tick=statistics.median(ticks) if ticks else None,
         squeue=statistics.median(squeues) if squeues else None,
@@ -446,6 +454,35 @@ def report(
                 "flat" if abs(r - 1) <= FLAT else "NOT flat",
             ]
         )
+    growth = []
+    if head and tail:
+        a_s, b_s = head[len(head) // 2], tail[-1]
+        jobs_added = max(1, b_s.stored - a_s.stored)
+        ticks_between = sum(s.ticks for s in samples if a_s.t < s.t <= b_s.t)
+        deltas = Counter(b_s.types)
+        deltas.subtract(a_s.types)
+        for name, n in deltas.most_common(8):
+            if n <= 0:
+                break
+            growth.append(
+                [
+                    f"`{name}`",
+                    f"{a_s.types.get(name, 0):,}",
+                    f"{b_s.types[name]:,}",
+                    f"+{n:,}",
+                    f"{n / jobs_added:.1f}",
+                    f"{n / max(1, ticks_between):.2f}",
+                ]
+            )
+        growth_text = (
+            f"Objects that grew most from {a_s.t / 60:.1f} to {b_s.t / 60:.1f} min, while "
+            f"{jobs_added} jobs were added to the store (the queue keeps every job of the "
+            f"profile) and {ticks_between:,} ticks ran: a leak per tick would grow with the "
+            "ticks, the records with the jobs.\n\n"
+            + table(["type", "start", "end", "growth", "per job added", "per tick"], growth)
+        )
+    else:
+        growth_text = ""
     outcome = extra["outcomes"]
     errs = Counter(f"{where}: {text}" for _, where, text in soak.errors)
     err_lines = [f"- {n} x {text}" for text, n in errs.most_common()] or ["- none"]
@@ -466,6 +503,7 @@ def report(
             f"median of the samples from {warm / 60:.1f} to {(warm + span) / 60:.1f} min, end = "
             f"median of the last {span / 60:.1f} min; samples every {args.sample:g} s.",
             table(["", "first sample", "start", "end", "end / start", "within 10 %"], rows),
+            growth_text,
             "Errors (every one, counted):\n" + "\n".join(err_lines),
             "Poll warnings (SLURM answered, something was missing):\n" + "\n".join(warn_lines),
             f"Outcomes: {outcome['ok']} of {outcome['checked']} jobs that ended by themselves "
