@@ -193,8 +193,12 @@ class ClusterBackend:
         return list(reversed(result.jobs))
 
     async def followup(self) -> bool:
-        """Wait for the monitor's background sacct follow-up (see ``Monitor.wait_followup``)."""
-        return await self.monitor.wait_followup()
+        """Wait for the monitor's background sacct follow-up (see ``Monitor.wait_followup``);
+        what it could not read becomes the :attr:`poll_warning` (a one-shot ``status`` may not
+        tick again after it)."""
+        news = await self.monitor.wait_followup()
+        self._poll_warning = self._poll_warning or self.monitor.followup_warning
+        return news
 
     def jobs(self) -> list[JobRecord]:
         """Every job of the profile, newest first, from the store only."""

@@ -450,6 +450,12 @@ class Monitor:
         self._probed |= probes
         return news or bool(probes)
 
+    @property
+    def followup_warning(self) -> str:
+        """What the last background sacct follow-up could not read (it failed, or answered
+        lines that are no job rows), as a phrase; '' when it was complete or none ran."""
+        return self._followup_error
+
     async def wait_followup(self) -> bool:
         """Wait for the background sacct follow-up, if one is running.
 
