@@ -44,6 +44,7 @@ import tempfile
 import threading
 import time
 import traceback
+import tracemalloc
 import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -126,6 +127,7 @@ class Soak:
     warnings: Counter[str] = field(default_factory=Counter)
     stopping: bool = False
     total_ticks: int = 0
+    snapshot: tracemalloc.Snapshot | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -319,6 +321,28 @@ async def sampler(soak: Soak, every: float, dump: Path | None) -> None:
             f"load {s.load:.1f}  errors {len(soak.errors)}",
             flush=True,
         )
+
+
+async def snapshot_later(soak: Soak, at: float) -> None:
+    await asyncio.sleep(at)
+    gc.collect()
+    soak.snapshot = tracemalloc.take_snapshot()
+    print(f"[{soak.now():7.1f}s] tracemalloc snapshot taken", flush=True)
+
+
+def grown(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> None:
+    """Print where the traced memory grew (by line, then the biggest by traceback)."""
+    gc.collect()
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    before, after = before.filter_traces(ignore), after.filter_traces(ignore)
+    print("\ntracemalloc: growth by line")
+    for stat in after.compare_to(before, "lineno")[:25]:
+        print(" ", stat)
+    print("\ntracemalloc: the 5 biggest growths by traceback")
+    for stat in after.compare_to(before, "traceback")[:5]:
+        print(f"  {stat.size_diff / 1024:+.1f} KiB in {stat.count_diff:+d} blocks")
+        for line in stat.traceback.format()[-16:]:
+            print("     ", line)
 
 
 # ----------------------------------------------------------------------------- outcome
@@ -549,6 +573,11 @@ async def main() -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--no-write", action="store_true", help="do not touch bench/RESULTS.md")
     parser.add_argument("--json", type=Path, help="also dump the samples here as they come")
+    parser.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="diagnosis: print where memory grew between the start window and the end",
+    )
     args = parser.parse_args()
     why = sandbox.reachable()
     if why:
@@ -572,6 +601,11 @@ async def main() -> None:
     await operator.connect()
     soak.started = time.monotonic()
     soak.samples.append(sample(soak))
+    if args.tracemalloc:
+        tracemalloc.start(12)
+        tasks_extra = [asyncio.create_task(snapshot_later(soak, 0.15 * seconds))]
+    else:
+        tasks_extra = []
     tasks = [
         asyncio.create_task(poller(soak)),
         asyncio.create_task(driver(soak, args.jobs, run_id, 0.9 * seconds)),
@@ -581,11 +615,13 @@ async def main() -> None:
     try:
         await asyncio.sleep(seconds)
         soak.samples.append(sample(soak))
+        if args.tracemalloc and soak.snapshot is not None:
+            grown(soak.snapshot, tracemalloc.take_snapshot())
     finally:
         soak.stopping = True
-        for task in tasks:
+        for task in tasks + tasks_extra:
             task.cancel()
-        for task in tasks:
+        for task in tasks + tasks_extra:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     if args.json:
