@@ -128,6 +128,9 @@ class Soak:
     stopping: bool = False
     total_ticks: int = 0
     snapshot: tracemalloc.Snapshot | None = None
+    types_from: float = 0.0
+    """The first sample at or after this time keeps its type counts (the growth's start)."""
+    types_start: Sample | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -311,6 +314,11 @@ async def sampler(soak: Soak, every: float, dump: Path | None) -> None:
         await asyncio.sleep(every)
         s = sample(soak)
         soak.samples.append(s)
+        if soak.types_start is None and s.t >= soak.types_from:
+            soak.types_start = s
+        for old in soak.samples[:-1]:
+            if old is not soak.types_start:
+                old.types = {}  # the soak's own memory must not grow with its samples
         if dump is not None:
             dump.write_text(json.dumps([asdict(x) for x in soak.samples], indent=1))
         print(
@@ -480,7 +488,7 @@ def report(
         )
     growth = []
     if head and tail:
-        a_s, b_s = head[len(head) // 2], tail[-1]
+        a_s, b_s = soak.types_start or head[len(head) // 2], tail[-1]
         jobs_added = max(1, b_s.stored - a_s.stored)
         ticks_between = sum(s.ticks for s in samples if a_s.t < s.t <= b_s.t)
         deltas = Counter(b_s.types)
@@ -600,6 +608,7 @@ async def main() -> None:
     await backend.refresh()
     await operator.connect()
     soak.started = time.monotonic()
+    soak.types_from = 0.10 * seconds  # the middle of the start window
     soak.samples.append(sample(soak))
     if args.tracemalloc:
         tracemalloc.start(12)
