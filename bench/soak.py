@@ -554,21 +554,7 @@ def report(
 
 def write_config(tmp: Path, interval: float) -> Path:
     path = tmp / "config.toml"
-    path.write_text(
-        f"""default_profile = "sandbox"
-poll_interval = {interval}
-[profiles.sandbox]
-user = "{sandbox.USER}"
-hostnames = ["{sandbox.HOST}"]
-port = {sandbox.PORT}
-ssh_key_path = "{sandbox.SSH_KEY}"
-known_hosts = "{sandbox.KNOWN_HOSTS}"
-use_ssh_config = false
-partition = "polar"
-base_results_dir = "{sandbox.RESULTS}"
-container_runtime = "none"
-"""
-    )
+    path.write_text(sandbox.config_toml(poll_interval=interval))
     return path
 
 
