@@ -13,7 +13,7 @@ cancels some through ``backend.cancel`` -- as the composer and the queue's cance
 by side with the poller. An operator (a second connection, not the product's) requeues some
 running jobs with ``scontrol requeue``.
 
-The jobs are short sleeps on 1 CPU submitted at an even pace (the last one at 90 % of the run),
+The jobs are short sleeps on 1 CPU submitted at an even pace (the last one at 95 % of the run),
 so only a handful of ours are live at a time and the three nodes stay free for other work. Each
 job gets a fate at random: *ok* (exits 0), *fail* (exits 3: an application error, not retried),
 *infra* (its first attempt prints an NCCL error and exits 1: the monitor resubmits it, the
@@ -175,6 +175,7 @@ def type_counts() -> dict[str, int]:
 def sample(soak: Soak) -> Sample:
     ticks, soak.ticks = soak.ticks, []
     squeues, soak.squeues = soak.squeues, []
+    types = type_counts()  # before this function holds records of its own
     jobs = soak.backend.jobs()
     return Sample(
         t=soak.now(),
@@ -183,8 +184,8 @@ def sample(soak: Soak) -> Sample:
         channels=ssh_channels(soak.backend),
         tasks=len(asyncio.all_tasks()),
         threads=threading.active_count(),
-        types=type_counts(),
-        objects=len(gc.get_objects()),
+        types=types,
+        objects=sum(types.values()),
         tick=statistics.median(ticks) if ticks else None,
         squeue=statistics.median(squeues) if squeues else None,
         ticks=len(ticks),
@@ -288,7 +289,9 @@ async def driver(soak: Soak, jobs: int, run_id: str, span: float) -> None:
 
 async def actor(soak: Soak) -> None:
     """Cancel (through the product) and requeue (as an operator) the jobs whose fate says so."""
+    jobs: dict[str, JobRecord] = {}
     while not soak.stopping:
+        jobs.clear()  # not held while asleep: the samples count the product's objects only
         await asyncio.sleep(1.0)
         jobs = {j.id: j for j in soak.backend.jobs()}
         for plan in list(soak.plans.values()):
@@ -446,8 +449,13 @@ def report(
         "squeue": "squeue alone on the same connection, median",
         "load": "load average (2 cores, shared)",
     }
+    busy_head = [s for s in head if s.live] or head
+    busy_tail = [s for s in tail if s.live] or tail
     for name, label in labels.items():
-        a, b = med(head, name), med(tail, name)
+        # A tick with no active job makes no round trip: ticks compare only while jobs live.
+        ticking = name in ("tick", "squeue")
+        a = med(busy_head if ticking else head, name)
+        b = med(busy_tail if ticking else tail, name)
         f = fmt[name]
         at_first = getattr(first, name) if first is not None else None
         if a is None or b is None:
@@ -469,10 +477,10 @@ def report(
             ]
         )
     a_t, a_q, b_t, b_q = (
-        med(head, "tick"),
-        med(head, "squeue"),
-        med(tail, "tick"),
-        med(tail, "squeue"),
+        med(busy_head, "tick"),
+        med(busy_head, "squeue"),
+        med(busy_tail, "tick"),
+        med(busy_tail, "squeue"),
     )
     if a_t and a_q and b_t and b_q:
         r = (b_t / b_q) / (a_t / a_q)
@@ -603,7 +611,7 @@ async def main() -> None:
         tasks_extra = []
     tasks = [
         asyncio.create_task(poller(soak)),
-        asyncio.create_task(driver(soak, args.jobs, run_id, 0.9 * seconds)),
+        asyncio.create_task(driver(soak, args.jobs, run_id, 0.95 * seconds)),
         asyncio.create_task(actor(soak)),
         asyncio.create_task(sampler(soak, args.sample, args.json)),
     ]
