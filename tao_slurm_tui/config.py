@@ -16,12 +16,14 @@ import getpass
 import os
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 import tomli_w
+import tomlkit
+import tomlkit.exceptions
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tao_slurm_tui.core.profile import NAME_RE, Profile, apply_env
@@ -165,8 +167,79 @@ def write_atomic(path: Path, content: bytes, mode: int = 0o600) -> None:
 
 
 def save_settings(settings: Settings, path: Path) -> None:
-    """Write the config atomically with mode 0600."""
-    write_atomic(path, tomli_w.dumps(_dump(settings)).encode("utf-8"))
+    """Write the config atomically with mode 0600, editing the file in place.
+
+    A symlinked config (dotfiles) stays a symlink: its target is rewritten. An existing file
+    keeps its comments, order and layout; only the values that changed are touched.
+    """
+    target = Path(os.path.realpath(path))
+    data = _dump(settings)
+    try:
+        current = target.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        current = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config file to update it ({exc}).") from None
+    if current.strip():
+        try:
+            doc = tomlkit.parse(current)
+        except tomlkit.exceptions.TOMLKitError:
+            doc = None  # unreadable anyway (it was loaded before): written anew below
+        if doc is not None:
+            profile = Profile().model_dump(mode="json")
+            defaults = {
+                **Settings().model_dump(mode="json"),
+                "profiles": dict.fromkeys(settings.profiles, profile),
+            }
+            _sync(doc, data, settings.model_dump(mode="json"), defaults)
+            text = tomlkit.dumps(doc)
+            # An edit tomlkit cannot place in this layout (dotted keys before a new table) would
+            # change the meaning: then the file is written anew, correct but without comments.
+            if _reads_as(text, settings):
+                write_atomic(target, text.encode("utf-8"))
+                return
+    write_atomic(target, tomli_w.dumps(data).encode("utf-8"))
+
+
+def _sync(
+    table: MutableMapping[str, Any],
+    data: dict[str, Any],
+    full: dict[str, Any],
+    defaults: dict[str, Any],
+) -> None:
+    """Make the TOML ``table`` hold ``data`` (the short dump), touching only what differs.
+
+    ``full`` holds every value, ``defaults`` what a missing key means. A key at its default
+    value is not added to a table that leaves it out, and stays where the file writes it out;
+    a key changed back to its default goes.
+    """
+    for key in list(table):
+        if key in data:
+            continue
+        if key not in full or _plain(table[key]) != full[key]:
+            del table[key]
+    for key, value in data.items():
+        old = table.get(key)
+        if isinstance(value, dict) and isinstance(old, MutableMapping):
+            _sync(old, value, full.get(key) or {}, defaults.get(key) or {})
+        elif old is None:
+            if key not in defaults or value != defaults[key]:
+                table[key] = value
+        elif _plain(old) != value:
+            table[key] = value
+
+
+def _reads_as(text: str, settings: Settings) -> bool:
+    """True when ``text`` loads as exactly ``settings``."""
+    try:
+        return Settings.model_validate(tomllib.loads(text)) == settings
+    except (tomllib.TOMLDecodeError, ValidationError, RecursionError):
+        return False
+
+
+def _plain(item: Any) -> Any:
+    """A tomlkit item as plain Python values."""
+    return item.unwrap() if hasattr(item, "unwrap") else item
 
 
 # ----------------------------------------------------------------------------------- facade

@@ -79,6 +79,24 @@ def sandbox_profile(**overrides: object) -> Profile:
     return Profile.model_validate(data)
 
 
+def config_toml(**settings: object) -> str:
+    """A config file with the sandbox profile (bare ``srun``) as the default; ``settings``
+    (e.g. ``poll_interval=2``) go at the top."""
+    top = "".join(f"{key} = {value!r}\n" for key, value in settings.items())
+    return f"""default_profile = "sandbox"
+{top}[profiles.sandbox]
+user = "{USER}"
+hostnames = ["{HOST}"]
+port = {PORT}
+ssh_key_path = "{SSH_KEY}"
+known_hosts = "{KNOWN_HOSTS}"
+use_ssh_config = false
+partition = "polar"
+base_results_dir = "{RESULTS}"
+container_runtime = "none"
+"""
+
+
 def reachable() -> str | None:
     """None if the sandbox looks up, else why not."""
     if not SSH_KEY.exists():

@@ -16,7 +16,6 @@ How SLURM really behaves (see the cluster recipe) shaped the merge:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -695,6 +694,9 @@ def parse_rows(
     """
     rows: list[SlurmRow] = []
     messages: list[str] = []
+    kind = (tuple(fields), sep)
+    previous = _LATEST_ROWS.get(kind, {})
+    latest: dict[str, SlurmRow | None] = {}
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -703,20 +705,33 @@ def parse_rows(
             continue
         if wanted is not None and line[: line.find(sep)].split(";", 1)[0] not in wanted:
             continue
-        row = _parse_row(line, tuple(fields), sep)
+        if line in previous:
+            row = previous[line]
+        elif line in latest:
+            row = latest[line]
+        else:
+            row = _parse_row(line, kind[0], sep)
+        latest[line] = row
         if row is None:
             messages.append(line.strip())
             continue
         if allocations_only and "." in row.job_id:
             continue
         rows.append(row)
+    _LATEST_ROWS[kind] = latest
     return rows, messages
 
 
-@functools.lru_cache(maxsize=8192)
+_LATEST_ROWS: dict[tuple[tuple[str, ...], str], dict[str, SlurmRow | None]] = {}
+"""The rows parsed from the latest output of each kind (squeue's fields, sacct's), by line. A
+job that did not change prints the same line on every tick, so a steady tick re-parses nothing
+(and equal rows are the same object); only the latest output's lines are kept -- a running
+job prints a new elapsed time on every tick, and a cache of every line ever seen grew for as
+long as the app ran (found by bench/soak.py)."""
+
+
 def _parse_row(line: str, fields: tuple[str, ...], sep: str) -> SlurmRow | None:
-    """One row (None: not a row). Cached: a job that did not change prints the same line on
-    every tick, so a steady tick re-parses nothing (and equal rows are the same object)."""
+    """One row (None: not a row)."""
     parts = line.split(sep, len(fields) - 1)
     if len(parts) < len(fields):
         return None

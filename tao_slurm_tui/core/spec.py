@@ -689,18 +689,27 @@ def validate_spec(data: Mapping[str, Any], *, source: str = "spec") -> JobSpec:
         raise BadInput(f"{source}: field '{field}' {message}{suffix}.") from None
 
 
+def parse_spec_table(text: str, *, source: str = "spec") -> dict[str, Any]:
+    """Parse TOML text into the spec's table, not yet validated.
+
+    Raises:
+        BadInput: not TOML, or nested too deeply to read.
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{source}: not valid TOML ({exc}); fix the file and try again.") from None
+    except RecursionError:
+        raise BadInput(too_deep(source)) from None
+
+
 def parse_spec_text(text: str, *, source: str = "spec") -> JobSpec:
     """Parse TOML text as a spec.
 
     Raises:
         BadInput: not TOML, or not a valid spec.
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{source}: not valid TOML ({exc}); fix the file and try again.") from None
-    except RecursionError:
-        raise BadInput(too_deep(source)) from None
+    data = parse_spec_table(text, source=source)
     try:
         return validate_spec(data, source=source)
     except RecursionError:
@@ -715,12 +724,11 @@ def too_deep(source: str) -> str:
     )
 
 
-def load_spec(path: str | Path) -> JobSpec:
-    """Read and validate a ``SPEC.toml`` file.
+def read_spec_text(path: str | Path) -> str:
+    """The text of a ``SPEC.toml`` file.
 
     Raises:
-        BadInput: unreadable file, bad TOML, or an invalid field (one sentence naming the file,
-            the field and what is allowed).
+        BadInput: missing, a directory, unreadable, or not UTF-8 text (a binary file).
     """
     file = Path(path)
     try:
@@ -732,10 +740,19 @@ def load_spec(path: str | Path) -> JobSpec:
     except OSError as exc:
         raise BadInput(f"{file}: cannot read the spec file ({exc.strerror}).") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise BadInput(f"{file}: the spec file is not UTF-8 text.") from None
-    return parse_spec_text(text, source=str(file))
+
+
+def load_spec(path: str | Path) -> JobSpec:
+    """Read and validate a ``SPEC.toml`` file.
+
+    Raises:
+        BadInput: unreadable file, bad TOML, or an invalid field (one sentence naming the file,
+            the field and what is allowed).
+    """
+    return parse_spec_text(read_spec_text(path), source=str(Path(path)))
 
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"

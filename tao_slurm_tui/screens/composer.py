@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Switch, TextArea
 
 from tao_slurm_tui.core.partitions import PartitionLimits
-from tao_slurm_tui.core.spec import validate_spec
+from tao_slurm_tui.core.spec import parse_spec_table, read_spec_text, too_deep, validate_spec
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
@@ -53,17 +52,24 @@ def estimate_key(spec: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(spec.get(key, "")) for key in ESTIMATE_FIELDS)
 
 
-def spec_for_form(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+def spec_for_form(
+    data: dict[str, Any], defaults: dict[str, Any], *, source: str = "spec"
+) -> dict[str, Any]:
     """A loaded spec with every field, as the form shows it.
 
     A valid file gets the spec's own defaults for the keys it leaves out (a shortened wall time
     brings its matching timeout); an invalid one is shown as written over ``defaults`` so the
     inline errors point at what to fix.
+
+    Raises:
+        BadInput: the table is nested too deeply to validate.
     """
     try:
         return validate_spec(data).model_dump(mode="json")
     except BadInput:
         return {**defaults, **data}
+    except RecursionError:
+        raise BadInput(too_deep(source)) from None
 
 
 class ComposerScreen(Screen[str | None]):
@@ -342,15 +348,15 @@ class ComposerScreen(Screen[str | None]):
         def chosen(path: str | None) -> None:
             if not path:
                 return
+            file = Path(path).expanduser()
             try:
-                data = tomllib.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-            except OSError as error:
-                self.notify(f"Cannot read {path}: {error.strerror}.", severity="error")
+                data = parse_spec_table(read_spec_text(file), source=str(file))
+                spec = spec_for_form(data, self.ctx.backend.default_spec(), source=str(file))
+            except BadInput as error:
+                # A binary file, bad TOML, nesting too deep: say so, keep the form as it is.
+                self.notify(str(error), severity="error")
                 return
-            except tomllib.TOMLDecodeError as error:
-                self.notify(f"{path} is not valid TOML: {error}.", severity="error")
-                return
-            self._load_form(spec_for_form(data, self.ctx.backend.default_spec()))
+            self._load_form(spec)
             self.show_all = True  # a file's problems are worth showing at once
             self._changed(immediate=True)
             self.notify(f"Loaded {path}.")

@@ -143,6 +143,9 @@ class ClusterBackend:
         if name == self._name:
             self._profile = self.config.profile(name)
             self.conn.profile = self._profile
+            # Another host or user may be another cluster: its own limits and capacity.
+            self._live_limits = None
+            self._capacity = None
             for service in ("submitter", "monitor"):
                 if service in self.__dict__:
                     self.__dict__[service].profile = self._profile
@@ -192,8 +195,12 @@ class ClusterBackend:
         return list(reversed(result.jobs))
 
     async def followup(self) -> bool:
-        """Wait for the monitor's background sacct follow-up (see ``Monitor.wait_followup``)."""
-        return await self.monitor.wait_followup()
+        """Wait for the monitor's background sacct follow-up (see ``Monitor.wait_followup``);
+        what it could not read becomes the :attr:`poll_warning` (a one-shot ``status`` may not
+        tick again after it)."""
+        news = await self.monitor.wait_followup()
+        self._poll_warning = self._poll_warning or self.monitor.followup_warning
+        return news
 
     def jobs(self) -> list[JobRecord]:
         """Every job of the profile, newest first, from the store only."""
@@ -241,7 +248,7 @@ class ClusterBackend:
         # The cluster's table once partition_limits() fetched it; before that the cached or
         # packaged one, read once (not on every keystroke of the composer).
         if self._live_limits is None:
-            self._live_limits = dict(offline_limits(self._name))
+            self._live_limits = dict(offline_limits(self._profile))
         return self._live_limits
 
     async def partition_limits(self) -> PartitionLimits:
@@ -249,7 +256,7 @@ class ClusterBackend:
         try:
             self._live_limits = dict(await self.submitter.partition_limits())
         except TaoError:
-            return offline_limits(self._name)
+            return offline_limits(self._profile)
         return self._live_limits
 
     def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:

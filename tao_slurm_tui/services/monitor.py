@@ -308,6 +308,7 @@ class Monitor:
         jobs = [j for j in every if not j.status.terminal and j.submitted and j.attempts]
         result = TickResult(jobs=every)
         if not jobs:
+            self._seen.clear()  # (what the next merge compares against: active jobs only)
             return result
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
         status_paths = {
@@ -388,9 +389,12 @@ class Monitor:
         if any(j.pipeline_id for j in self._cache.values()):
             # From the cache alone; a remote command only when a step must change.
             await self._follow_pipelines(result)
-        # Accounting rows are kept only while their job is still active (bounded by N active).
-        active = {ids[j.id] for j in jobs if not self._cache.get(j.id, j).status.terminal}
+        # Accounting rows and the last merge's inputs are kept only while their job is still
+        # active (bounded by N active, not by every job that ever ran).
+        live = [j.id for j in jobs if not self._cache.get(j.id, j).status.terminal]
+        active = {ids[i] for i in live}
         self._accounting = {k: v for k, v in self._accounting.items() if k in active}
+        self._seen = {i: self._seen[i] for i in live if i in self._seen}
         result.jobs = list(self._cache.values())
         return result
 
@@ -449,6 +453,12 @@ class Monitor:
                 news = True
         self._probed |= probes
         return news or bool(probes)
+
+    @property
+    def followup_warning(self) -> str:
+        """What the last background sacct follow-up could not read (it failed, or answered
+        lines that are no job rows), as a phrase; '' when it was complete or none ran."""
+        return self._followup_error
 
     async def wait_followup(self) -> bool:
         """Wait for the background sacct follow-up, if one is running.

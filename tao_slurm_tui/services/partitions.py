@@ -1,15 +1,18 @@
-"""Partition wall-time limits (MaxTime) as the cluster reports them, cached per profile.
+"""Partition wall-time limits (MaxTime) as the cluster reports them, cached per cluster.
 
 ``scontrol show partition -o`` is asked first (it names every partition with its exact MaxTime),
 ``sinfo -h -o '%P|%l'`` second. The parsed table is cached as JSON under
-:func:`tao_slurm_tui.config.cache_dir` (``partitions/<profile>.json``) for :data:`CACHE_TTL`
-seconds, so the composer can check a wall time without a round trip. Without a connection (or
-when the cluster does not answer) the last cached table is used, else the packaged list
+:func:`tao_slurm_tui.config.cache_dir` (``partitions/<host>-<key>.json``, keyed by what decides
+the answer: the login hosts, the port and the user -- not the profile's name, so a profile whose
+host changed asks the new cluster) for :data:`CACHE_TTL` seconds, so the composer can check a
+wall time without a round trip. Without a connection (or when the cluster does not answer) the
+last cached table is used, else the packaged list
 (:data:`~tao_slurm_tui.core.partitions.PACKAGED_LIMITS`, the platform's 4-hour queues).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -39,33 +42,44 @@ Limits = dict[str, int | None]
 """Partition → MaxTime in seconds (None: unlimited)."""
 
 
-def cache_file(profile_name: str) -> Path:
-    """Where the table of ``profile_name`` is cached."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", profile_name) or "default"
-    return cache_dir() / "partitions" / f"{safe}.json"
+def cache_key(profile: Profile) -> str:
+    """What the cached table depends on: the cluster (login hosts, port) and the user.
+
+    The table lists every partition, so the profile's partition and account do not enter it.
+    """
+    identity = {"hosts": sorted(profile.hostnames), "port": profile.port, "user": profile.user}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _read(profile_name: str) -> tuple[float, Limits] | None:
+def cache_file(profile: Profile) -> Path:
+    """Where the table of ``profile``'s cluster is cached."""
+    first = profile.hostnames[0] if profile.hostnames else ""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", first)[:64] or "cluster"
+    return cache_dir() / "partitions" / f"{safe}-{cache_key(profile)}.json"
+
+
+def _read(profile: Profile) -> tuple[float, Limits] | None:
     try:
-        data: Any = json.loads(cache_file(profile_name).read_text(encoding="utf-8"))
+        data: Any = json.loads(cache_file(profile).read_text(encoding="utf-8"))
         limits = {str(k): (None if v is None else int(v)) for k, v in dict(data["limits"]).items()}
         return float(data["fetched_at"]), limits
     except (OSError, ValueError, KeyError, TypeError):
         return None  # a cache: missing or broken means "fetch again"
 
 
-def _write(profile_name: str, limits: Limits) -> None:
+def _write(profile: Profile, limits: Limits) -> None:
     payload = {"fetched_at": time.time(), "limits": limits}
+    path = cache_file(profile)
     try:
-        write_atomic(cache_file(profile_name), json.dumps(payload, sort_keys=True).encode(), 0o644)
+        write_atomic(path, json.dumps(payload, sort_keys=True).encode(), 0o644)
     except OSError as exc:
         # Only a speed-up; the limits themselves are fine.
-        log.warning("cannot cache partition limits in %s: %s", cache_file(profile_name), exc)
+        log.warning("cannot cache partition limits in %s: %s", path, exc)
 
 
-def offline_limits(profile_name: str) -> Limits:
-    """The cached table (any age) or the packaged list: no network."""
-    cached = _read(profile_name)
+def offline_limits(profile: Profile) -> Limits:
+    """The cached table of ``profile``'s cluster (any age) or the packaged list: no network."""
+    cached = _read(profile)
     if cached is not None and cached[1]:
         return {**PACKAGED_LIMITS, **cached[1]}
     return dict(PACKAGED_LIMITS)
@@ -73,7 +87,6 @@ def offline_limits(profile_name: str) -> Limits:
 
 async def fetch_partition_limits(
     conn: Remote | None,
-    profile_name: str,
     profile: Profile,
     *,
     max_age: float = CACHE_TTL,
@@ -83,8 +96,7 @@ async def fetch_partition_limits(
 
     Args:
         conn: the profile's connection; None for the offline answer.
-        profile_name: cache key.
-        profile: the profile (its command timeout).
+        profile: the profile (its cluster and user key the cache; its command timeout).
         max_age: seconds a cached table is fresh.
         refresh: ignore a fresh cache.
 
@@ -93,8 +105,8 @@ async def fetch_partition_limits(
         matters only for the packaged names); the offline answer when the cluster cannot say.
     """
     if conn is None:
-        return offline_limits(profile_name)
-    cached = _read(profile_name)
+        return offline_limits(profile)
+    cached = _read(profile)
     if cached is not None and not refresh and time.time() - cached[0] < max_age and cached[1]:
         return dict(cached[1])
     command = (
@@ -104,10 +116,10 @@ async def fetch_partition_limits(
         result = await conn.run(command, timeout=profile.command_timeout)
     except TaoError as exc:
         log.info("partition limits not fetched (%s); using the cached or packaged list", exc)
-        return offline_limits(profile_name)
+        return offline_limits(profile)
     scontrol_text, _, sinfo_text = result.stdout.partition("@@sinfo")
     limits: Limits = parse_scontrol_limits(scontrol_text) or parse_sinfo_limits(sinfo_text)
     if not limits:
-        return offline_limits(profile_name)
-    _write(profile_name, limits)
+        return offline_limits(profile)
+    _write(profile, limits)
     return limits

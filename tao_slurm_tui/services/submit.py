@@ -372,10 +372,8 @@ class Submitter:
     # ------------------------------------------------------------------ public
 
     async def partition_limits(self, *, refresh: bool = False) -> Limits:
-        """MaxTime of the cluster's partitions (cached per profile; packaged list offline)."""
-        return await fetch_partition_limits(
-            self.conn, self.profile_name, self.profile, refresh=refresh
-        )
+        """MaxTime of the cluster's partitions (cached per cluster; packaged list offline)."""
+        return await fetch_partition_limits(self.conn, self.profile, refresh=refresh)
 
     async def submit(
         self,

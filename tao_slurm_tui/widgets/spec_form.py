@@ -121,9 +121,13 @@ def _display(field: Field, value: Any) -> Any:
     if field.kind == "list":
         return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
     if field.kind == "env":
-        return "\n".join(f"{k}={v}" for k, v in dict(value).items()) if value else ""
+        # A loaded file may hold anything here: shown as written for the inline error.
+        if not isinstance(value, dict):
+            return str(value)
+        return "\n".join(f"{k}={v}" for k, v in value.items())
     if field.kind == "json":
-        return json.dumps(value, indent=2) if value else ""
+        # default=str: TOML dates and times are not JSON.
+        return json.dumps(value, indent=2, default=str) if value else ""
     if field.kind == "float" and isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

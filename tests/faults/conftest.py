@@ -17,19 +17,7 @@ from tests.integration.conftest import h  # noqa: F401 - the same harness fixtur
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CONFIG = f"""
-default_profile = "sandbox"
-[profiles.sandbox]
-user = "{sandbox.USER}"
-hostnames = ["{sandbox.HOST}"]
-port = {sandbox.PORT}
-ssh_key_path = "{sandbox.SSH_KEY}"
-known_hosts = "{sandbox.KNOWN_HOSTS}"
-use_ssh_config = false
-partition = "polar"
-base_results_dir = "{sandbox.RESULTS}"
-container_runtime = "none"
-"""
+CONFIG = sandbox.config_toml()
 
 
 @pytest.fixture(autouse=True)

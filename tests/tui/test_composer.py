@@ -274,3 +274,39 @@ async def _enter_path(pilot: Any, path: Any) -> None:
     await wait_for(pilot, lambda: field.has_focus, "the focused path field")
     field.value = str(path)
     await pilot.press("enter")
+
+
+BAD_FILES = {
+    "binary": (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not UTF-8 text"),
+    "deeply-nested": (b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+    "env-not-a-table": (b'name = "x"\nenv = "A=1"\n', "Loaded"),
+    "specs-not-a-table": (b'name = "x"\nspecs = [1, 2]\n', "Loaded"),
+    "specs-with-a-date": (b'name = "x"\n[specs]\nwhen = 1979-05-27\n', "Loaded"),
+    "specs-300-deep": (b"name = 'x'\nspecs = {a = " + b"[" * 300 + b"]" * 300 + b"}\n", "Loaded"),
+}
+
+
+async def test_load_of_a_bad_file_says_why_and_keeps_the_form(app: Any, tmp_path: Any) -> None:
+    """A binary file, a 5,000-deep nested TOML or wrongly typed tables: one sentence in the UI,
+    the app keeps running and the form keeps what was typed (or shows the file to fix)."""
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, GOOD)
+        for name, (content, said) in BAD_FILES.items():
+            path = tmp_path / f"{name}.toml"
+            path.write_bytes(content)
+            before, typed = len(notes), screen.current_spec()
+            await pilot.press("ctrl+o")
+            await _enter_path(pilot, path)
+            await shown(pilot, ComposerScreen)
+            await wait_for(pilot, lambda n=before: len(notes) > n, f"a message about {name}")
+            note = notes[before]
+            assert said in note.message, note
+            assert "Traceback" not in note.message and "\n" not in note.message.strip()
+            if said == "Loaded":
+                assert screen.current_spec()["name"] == "x"
+            else:
+                assert note.severity == "error"
+                assert str(path) in note.message
+                assert screen.current_spec() == typed
+            assert pilot.app.is_running and pilot.app.screen is screen

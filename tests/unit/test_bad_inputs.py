@@ -583,9 +583,8 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return text
 
 
-#: Open after the perf merge (sacct moved to a background follow-up): a one-shot `status`
-#: does not report garbage sacct lines yet. Kept visible, not deleted.
-OPEN = {"remote-sacct-garbage"}
+#: Rows known to fail (strict xfail); none open.
+OPEN: set[str] = set()
 
 
 @pytest.mark.parametrize(

@@ -249,3 +249,93 @@ def test_cli_verb_without_a_profile_names_both_ways_to_create_one(
     err = capsys.readouterr().err
     assert "run 'tao-slurm-tui' (no verb)" in err and "config set-profile lab" in err
     assert "Traceback" not in err
+
+
+COMMENTED = """# My cluster settings -- kept in my dotfiles.
+default_profile = "sandbox"  # the one I use most
+poll_interval = 5
+
+# The test cluster.
+[profiles.sandbox]
+user = "slurmtest"   # the shared test account
+hostnames = ["127.0.0.1"]
+port = 22  # written out although it is the default
+partition = "polar"
+
+[profiles.other]
+# Bob's login.
+user = "bob"
+hostnames = ["login1"]
+"""
+
+
+def test_set_profile_writes_through_a_symlink_and_keeps_comments(tmp_path: Path) -> None:
+    """issue 12: `config set-profile` replaced a symlinked config with a plain file and dropped
+    every comment; now the symlink's target is rewritten (atomically) and the comments, order
+    and layout of what did not change are kept."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "tao.toml"
+    target.write_text(COMMENTED)
+    link = tmp_path / "config.toml"
+    link.symlink_to(target)
+    argv = ["--config", str(link), "config", "set-profile"]
+    assert main([*argv, "sandbox", "user=ana", "port=2222"]) == 0
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["tao.toml"]  # no temp file left
+    text = target.read_text()
+    expected = COMMENTED.replace('user = "slurmtest"', 'user = "ana"').replace(
+        "port = 22  #", "port = 2222  #"
+    )
+    assert text == expected, text
+    # A new profile and a new default: appended, everything above unchanged.
+    assert main([*argv, "new", "user=n", "hostnames=a,b", "--default"]) == 0
+    text = target.read_text()
+    assert text.startswith(expected.replace('"sandbox"  # the one', '"new"  # the one'))
+    settings = load_settings(link)
+    assert settings.default_profile == "new"
+    assert settings.profiles["new"].hostnames == ["a", "b"]
+    assert settings.profiles["sandbox"].user == "ana" and settings.profiles["other"].user == "bob"
+
+
+def test_save_keeps_a_default_value_written_out_and_drops_a_changed_one(tmp_path: Path) -> None:
+    """A profile value the user wrote although it is the default stays; one set back to the
+    default is removed (the file stays short), its comment with it; the rest is untouched."""
+    path = write(tmp_path, COMMENTED + "time_hours = 8  # long runs\n")
+    cfg = Config.load(path)
+    cfg.settings.profiles["other"] = cfg.settings.profiles["other"].model_copy(
+        update={"time_hours": 4.0}  # back to the default
+    )
+    cfg.settings.poll_interval = 10.0  # the default: written in place
+    cfg.save()
+    text = path.read_text()
+    assert text == COMMENTED.replace("poll_interval = 5", "poll_interval = 10.0"), text
+    assert load_settings(path) == cfg.settings
+
+
+def test_save_into_a_dangling_symlink_creates_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "tao.toml"
+    link = tmp_path / "config.toml"
+    link.symlink_to(target)
+    save_settings(Settings(profiles={"a": Profile(user="u", hostnames=["h"])}), link)
+    assert link.is_symlink() and target.exists()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert load_settings(link).profiles["a"].user == "u"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'profiles.a.user = "u"\nprofiles.a.hostnames = ["h"]\n',  # dotted keys
+        'profiles = { a = { user = "u", hostnames = ["h"] } }\n',  # inline tables
+        '[profiles]\n[profiles.a]\nuser = "u"\nhostnames = ["h"]\n[keys]\n"queue.cancel" = "x"\n',
+    ],
+)
+def test_edits_in_any_layout_read_back_as_saved(tmp_path: Path, text: str) -> None:
+    """Whatever layout the file has, what is saved is what is read back (where an edit in
+    place cannot keep the meaning, the file is written anew)."""
+    path = write(tmp_path, text)
+    cfg = Config.load(path)
+    cfg.upsert_profile("a", Profile(user="v", hostnames=["h2"], port=2222))
+    cfg.upsert_profile("b", Profile(user="w", hostnames=["x"]), make_default=True)
+    assert load_settings(path) == cfg.settings

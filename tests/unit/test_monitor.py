@@ -379,3 +379,21 @@ async def test_unchanged_jobs_are_not_merged_again_but_other_writers_are_seen(
     result = await monitor.tick()
     assert result.changed == ["j2"]
     assert {j.id: j.status for j in result.jobs}["j2"] is TaoStatus.RUNNING
+
+
+async def test_ended_jobs_leave_nothing_behind_in_the_monitor(store: JobStore) -> None:
+    """The soak (bench/soak.py) found the monitor's memory growing with every job that ever
+    ran: the last merge's inputs (squeue fields, sacct rows) stayed for ended jobs. Only the
+    store's records (which the queue shows) may grow with the jobs."""
+    cluster, monitor = queued(store, 20)
+    await monitor.tick()
+    assert len(monitor._seen) == 20
+    for i in range(20):
+        sid = str(100 + i)
+        cluster.squeue[sid] = sq(sid, "COMPLETED", nodes="vm")
+        cluster.sacct[sid] = [sa(sid, "COMPLETED")]
+    for _ in range(4):
+        await monitor.tick()
+        await monitor.wait_followup()
+    assert all(job.status is TaoStatus.COMPLETE for job in store.list_jobs("p"))
+    assert monitor._seen == {} and monitor._accounting == {} and monitor._unsettled == {}

@@ -635,3 +635,34 @@ def test_waiting_reasons_are_dropped_once_the_job_left_pending(
     state: str, reason: str, shown: str
 ) -> None:
     assert reason_for_state(state, reason) == shown
+
+
+def test_parsed_rows_are_kept_for_the_latest_output_only() -> None:
+    """The soak (bench/soak.py) found memory growing for its whole 30 minutes: parsed rows were
+    cached by line in an LRU of 8,192, and a running job prints a new elapsed time on every
+    tick, so the cache filled with lines that never came back. Rows are now reused from the
+    previous output of the same kind only: a steady tick still re-parses nothing."""
+    import gc
+
+    from tao_slurm_tui.core.slurm import SEP, SQUEUE_FIELDS, SlurmRow, parse_rows
+
+    keys = [k for k, _ in SQUEUE_FIELDS]
+
+    def line(job: int, tick: int) -> str:
+        values = {"job_id": str(job), "state": "RUNNING", "elapsed": f"{tick}", "name": "j"}
+        return SEP.join(values.get(k, "x") for k in keys)
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is SlurmRow)
+
+    before = alive()
+    for tick in range(1000):  # 10 running jobs: 10,000 distinct lines
+        rows, _ = parse_rows("\n".join(line(j, tick) for j in range(10)), keys)
+        assert [r.get("elapsed") for r in rows] == [str(tick)] * 10
+    assert alive() - before <= 20
+    # A steady output is not parsed again: the same row objects come back.
+    text = "\n".join(line(j, 0) for j in range(10))
+    first, _ = parse_rows(text, keys)
+    again, _ = parse_rows(text, keys)
+    assert all(a is b for a, b in zip(first, again, strict=True))
