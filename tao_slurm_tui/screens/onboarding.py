@@ -178,8 +178,10 @@ class OnboardingScreen(Screen[None]):
         }
 
     def on_mount(self) -> None:
-        """Validate the form and run the checks."""
+        """Validate the form, put the cursor in its first field and run the checks."""
         self._validate()
+        # Typing starts in the form: unfocused, letters would reach the app's bindings.
+        self.query_one("#p-name", Input).focus()
         if self.run_doctor:
             self.doctor()
 
@@ -277,8 +279,23 @@ class OnboardingScreen(Screen[None]):
         summary = f"{failed} to fix" if failed else "all good"
         self.doctor_status.update(f"{summary}, {warned} worth fixing" if warned else summary)
         self.doctor_status.set_class(bool(failed), "-failed")
+        # Keyboard users: a fix's row is replaced by the new results, and the focus with it.
+        # When it was in the list, it moves on to the next fix instead of getting lost.
+        focused = self.focused
+        in_checks = focused is not None and self.checks in focused.ancestors_with_self
         await self.checks.remove_children()
         await self.checks.mount_all(CheckRow(result) for result in results)
+        if in_checks:
+            self.focus_next_fix()
+
+    def focus_next_fix(self) -> bool:
+        """Focus the first fix of the list (its field, else its button); False when none."""
+        for row in self.checks.query(CheckRow):
+            controls = [w for w in row.query("SecretInput, Button") if w.focusable]
+            if controls:
+                controls[0].focus()
+                return True
+        return False
 
     @on(CheckRow.FixRequested)
     def _fix(self, event: CheckRow.FixRequested) -> None:
