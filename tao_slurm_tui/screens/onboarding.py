@@ -280,9 +280,10 @@ class OnboardingScreen(Screen[None]):
         self.doctor_status.update(f"{summary}, {warned} worth fixing" if warned else summary)
         self.doctor_status.set_class(bool(failed), "-failed")
         # Keyboard users: a fix's row is replaced by the new results, and the focus with it.
-        # When it was in the list, it moves on to the next fix instead of getting lost.
+        # When it was in the list (or nowhere: a modal just closed), it moves on to the next
+        # fix instead of getting lost, so letters typed next reach no key binding.
         focused = self.focused
-        in_checks = focused is not None and self.checks in focused.ancestors_with_self
+        in_checks = focused is None or self.checks in focused.ancestors_with_self
         await self.checks.remove_children()
         await self.checks.mount_all(CheckRow(result) for result in results)
         if in_checks:
