@@ -279,14 +279,26 @@ class OnboardingScreen(Screen[None]):
         summary = f"{failed} to fix" if failed else "all good"
         self.doctor_status.update(f"{summary}, {warned} worth fixing" if warned else summary)
         self.doctor_status.set_class(bool(failed), "-failed")
-        # Keyboard users: a fix's row is replaced by the new results, and the focus with it.
-        # When it was in the list (or nowhere: a modal just closed), it moves on to the next
-        # fix instead of getting lost, so letters typed next reach no key binding.
+        # Keyboard users: a row whose result did not change is kept as it is, with what was typed
+        # into its field and the focus (a re-run must not pull the field from under the fingers).
+        # A replaced row takes the focus with it; when it was in the list (or nowhere: a modal
+        # just closed), it moves on to the next fix, so letters typed next reach no key binding.
         focused = self.focused
         in_checks = focused is None or self.checks in focused.ancestors_with_self
-        await self.checks.remove_children()
-        await self.checks.mount_all(CheckRow(result) for result in results)
-        if in_checks:
+        lost_focus = focused is None
+        rows = list(self.checks.query(CheckRow))
+        if [row.result.check for row in rows] == [result.check for result in results]:
+            for row, result in zip(rows, results, strict=True):
+                if row.result == result:
+                    continue
+                lost_focus |= focused is not None and row in focused.ancestors_with_self
+                await self.checks.mount(CheckRow(result), after=row)
+                await row.remove()
+        else:
+            lost_focus |= in_checks
+            await self.checks.remove_children()
+            await self.checks.mount_all(CheckRow(result) for result in results)
+        if in_checks and lost_focus:
             self.focus_next_fix()
 
     def focus_next_fix(self) -> bool:

@@ -212,3 +212,25 @@ async def test_keyboard_only_fixes(fake: FakeBackend) -> None:
             "the focus on the next fix's button",
         )
         assert "hunter2" not in app.export_screenshot()
+
+
+async def test_a_doctor_rerun_keeps_the_field_being_typed_in(fake: FakeBackend) -> None:
+    """A re-run of the doctor (Run checks, a fix elsewhere) keeps the rows whose result did not
+    change: the password half typed stays in its field and keeps the focus, so the next letters
+    go on into the field, not to the app's one-letter keys (the tmux journey lost them)."""
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)
+        field = _row(screen, "install_key").query_one(SecretInput)
+        field.focus()
+        await wait_for(pilot, lambda: field.has_focus, "the focused password field")
+        await pilot.press(*"hunt")
+        before = screen.results
+        screen.doctor()
+        await wait_for(pilot, lambda: screen.results is not before, "the doctor's re-run")
+        await _checked(pilot, screen)
+        assert _row(screen, "install_key").query_one(SecretInput) is field
+        assert app.focused is field
+        await pilot.press(*"er2")
+        assert field.value == "hunter2"
+        assert "hunter2" not in app.export_screenshot()
