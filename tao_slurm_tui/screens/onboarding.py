@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -285,25 +286,26 @@ class OnboardingScreen(Screen[None]):
         # just closed), it moves on to the next fix, so letters typed next reach no key binding.
         focused = self.focused
         in_checks = focused is None or self.checks in focused.ancestors_with_self
-        lost_focus = focused is None
         rows = list(self.checks.query(CheckRow))
         if [row.result.check for row in rows] == [result.check for result in results]:
-            for row, result in zip(rows, results, strict=True):
-                if row.result == result:
-                    continue
-                lost_focus |= focused is not None and row in focused.ancestors_with_self
+            changed = [(r, new) for r, new in zip(rows, results, strict=True) if r.result != new]
+            old = [row for row, _ in changed]
+            for row, result in changed:
                 await self.checks.mount(CheckRow(result), after=row)
-                await row.remove()
         else:
-            lost_focus |= in_checks
-            await self.checks.remove_children()
+            old = rows
             await self.checks.mount_all(CheckRow(result) for result in results)
-        if in_checks and lost_focus:
-            self.focus_next_fix()
+        # The focus moves before the old rows go, so Textual never hands it to the form.
+        if in_checks and (focused is None or any(r in focused.ancestors_with_self for r in old)):
+            self.focus_next_fix(skip=old)
+        await self.checks.remove_children(old)
 
-    def focus_next_fix(self) -> bool:
-        """Focus the first fix of the list (its field, else its button); False when none."""
+    def focus_next_fix(self, skip: Sequence[CheckRow] = ()) -> bool:
+        """Focus the first fix of the list (its field, else its button), rows in ``skip`` (about
+        to be removed) aside; False when none."""
         for row in self.checks.query(CheckRow):
+            if row in skip:
+                continue
             controls = [w for w in row.query("SecretInput, Button") if w.focusable]
             if controls:
                 controls[0].focus()
