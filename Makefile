@@ -49,6 +49,10 @@ test: venv test-tools ## Install what the tests need, bring up the sandbox, run 
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -ra -m "not serial" $(PYTEST_ARGS) && \
 	$(BIN)/python -m pytest -ra -m serial $(PYTEST_ARGS)
 
+.PHONY: watch-first-hour
+watch-first-hour: venv test-tools ## Type the first-hour journey into the real app on the sandbox (tmux attach -r -t first-hour)
+	flock -s /tmp/tao-cluster.lock $(BIN)/python scripts/first-hour-watch $(WATCH_ARGS)
+
 .PHONY: test-unit
 test-unit: venv test-tools ## Unit and TUI tests only (no cluster)
 	$(BIN)/python -m pytest -n 2 -m "not cluster" -ra $(PYTEST_ARGS)

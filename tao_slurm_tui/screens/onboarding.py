@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +179,10 @@ class OnboardingScreen(Screen[None]):
         }
 
     def on_mount(self) -> None:
-        """Validate the form and run the checks."""
+        """Validate the form, put the cursor in its first field and run the checks."""
         self._validate()
+        # Typing starts in the form: unfocused, letters would reach the app's bindings.
+        self.query_one("#p-name", Input).focus()
         if self.run_doctor:
             self.doctor()
 
@@ -277,8 +280,37 @@ class OnboardingScreen(Screen[None]):
         summary = f"{failed} to fix" if failed else "all good"
         self.doctor_status.update(f"{summary}, {warned} worth fixing" if warned else summary)
         self.doctor_status.set_class(bool(failed), "-failed")
-        await self.checks.remove_children()
-        await self.checks.mount_all(CheckRow(result) for result in results)
+        # Keyboard users: a row whose result did not change is kept as it is, with what was typed
+        # into its field and the focus (a re-run must not pull the field from under the fingers).
+        # A replaced row takes the focus with it; when it was in the list (or nowhere: a modal
+        # just closed), it moves on to the next fix, so letters typed next reach no key binding.
+        focused = self.focused
+        in_checks = focused is None or self.checks in focused.ancestors_with_self
+        rows = list(self.checks.query(CheckRow))
+        if [row.result.check for row in rows] == [result.check for result in results]:
+            changed = [(r, new) for r, new in zip(rows, results, strict=True) if r.result != new]
+            old = [row for row, _ in changed]
+            for row, result in changed:
+                await self.checks.mount(CheckRow(result), after=row)
+        else:
+            old = rows
+            await self.checks.mount_all(CheckRow(result) for result in results)
+        # The focus moves before the old rows go, so Textual never hands it to the form.
+        if in_checks and (focused is None or any(r in focused.ancestors_with_self for r in old)):
+            self.focus_next_fix(skip=old)
+        await self.checks.remove_children(old)
+
+    def focus_next_fix(self, skip: Sequence[CheckRow] = ()) -> bool:
+        """Focus the first fix of the list (its field, else its button), rows in ``skip`` (about
+        to be removed) aside; False when none."""
+        for row in self.checks.query(CheckRow):
+            if row in skip:
+                continue
+            controls = [w for w in row.query("SecretInput, Button") if w.focusable]
+            if controls:
+                controls[0].focus()
+                return True
+        return False
 
     @on(CheckRow.FixRequested)
     def _fix(self, event: CheckRow.FixRequested) -> None:

@@ -133,3 +133,9 @@ class CheckRow(Vertical):
         """Ask the screen to run the fix."""
         event.stop()
         self.post_message(self.FixRequested(self))
+
+    def on_input_submitted(self, event: SecretInput.Submitted) -> None:
+        """Enter in the fix's field (the password, the passphrase) runs the fix, as its
+        button does: keyboard users need not Tab over to it."""
+        event.stop()
+        self.post_message(self.FixRequested(self))

@@ -186,3 +186,51 @@ async def test_warnings_show_with_their_fix_and_unknown_actions_get_no_button() 
         assert warn.query(".fix") and warn.query(Button)
         edit = _row(screen, "edit_profile")
         assert edit.query(".fix") and not edit.query(Button)
+
+
+async def test_keyboard_only_fixes(fake: FakeBackend) -> None:
+    """Issue 11, keyboard-only researchers: the cursor starts in the form's first field, Enter
+    in a fix's password field runs the fix, and the focus then moves on to the next fix."""
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)
+        assert app.focused is screen.query_one("#p-name", Input)
+        field = _row(screen, "install_key").query_one(SecretInput)
+        field.focus()
+        await wait_for(pilot, lambda: field.has_focus, "the focused password field")
+        await pilot.press(*"hunter2-pw", "enter")
+        await wait_for(
+            pilot,
+            lambda: all(r.result.action != "install_key" for r in screen.query(CheckRow)),
+            "the key installed by Enter and the doctor's re-run",
+        )
+        await _checked(pilot, screen)
+        first_fix = next(r for r in screen.query(CheckRow) if r.query(Button))
+        await wait_for(
+            pilot,
+            lambda: app.focused is first_fix.query_one(Button),
+            "the focus on the next fix's button",
+        )
+        assert "hunter2" not in app.export_screenshot()
+
+
+async def test_a_doctor_rerun_keeps_the_field_being_typed_in(fake: FakeBackend) -> None:
+    """A re-run of the doctor (Run checks, a fix elsewhere) keeps the rows whose result did not
+    change: the password half typed stays in its field and keeps the focus, so the next letters
+    go on into the field, not to the app's one-letter keys (the tmux journey lost them)."""
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)
+        field = _row(screen, "install_key").query_one(SecretInput)
+        field.focus()
+        await wait_for(pilot, lambda: field.has_focus, "the focused password field")
+        await pilot.press(*"hunt")
+        before = screen.results
+        screen.doctor()
+        await wait_for(pilot, lambda: screen.results is not before, "the doctor's re-run")
+        await _checked(pilot, screen)
+        assert _row(screen, "install_key").query_one(SecretInput) is field
+        assert app.focused is field
+        await pilot.press(*"er2")
+        assert field.value == "hunter2"
+        assert "hunter2" not in app.export_screenshot()
