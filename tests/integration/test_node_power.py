@@ -13,11 +13,14 @@ These tests power a node off, which kills whatever else runs there, so they are 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
+import time
 
 import pytest
 
+from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tests import sandbox
 from tests.integration.monitor_helpers import PROFILE, Harness, status_line, unique
@@ -77,6 +80,13 @@ async def power_off_under(h: Harness, name: str, *, use_requeue: bool) -> tuple[
     await h.tick_until(name, lambda j: j.status is TaoStatus.RUNNING)
     node = node_of(job.slurm_job_id)
     assert node.startswith("tao-n"), node
+    # RUNNING comes before the command starts (Pyxis imports the image first): power the node
+    # off only once the first run has left its marker, or the retry would be a "first" run too.
+    marker = JobPaths(sandbox.RESULTS, name).results_dir + "/first-run"
+    deadline = time.monotonic() + 180
+    while not (await h.conn.run(["test", "-e", marker])).ok:
+        assert time.monotonic() < deadline, f"the first run never started its command on {node}"
+        await asyncio.sleep(1)
     try:
         script("node-down", node)
         job = await h.tick_until(
