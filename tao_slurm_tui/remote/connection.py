@@ -43,7 +43,7 @@ from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import home_path, join, quote
 from tao_slurm_tui.errors import BadInput
-from tao_slurm_tui.remote.dial import dial
+from tao_slurm_tui.remote.dial import dial, within
 from tao_slurm_tui.remote.errors import (
     AuthenticationFailed,
     CommandTimeout,
@@ -320,9 +320,7 @@ async def fetch_host_key(
     key: asyncssh.SSHKey | None = None
     reason = ""
     try:
-        key = await asyncio.wait_for(
-            asyncssh.get_server_host_key(host, port, config=config), timeout
-        )
+        key = await within(asyncssh.get_server_host_key(host, port, config=config), timeout)
     except asyncssh.ConfigParseError as exc:
         raise BadInput(_SSH_CONFIG_UNREADABLE.format(exc=exc)) from None
     except TimeoutError:

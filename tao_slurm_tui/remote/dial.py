@@ -10,10 +10,12 @@ terminal. :func:`dial` owns that task and consumes such a late outcome.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import asyncssh
+
+T = TypeVar("T")
 
 
 def _consume(task: asyncio.Future[Any]) -> None:
@@ -28,8 +30,12 @@ async def dial(
     timeout: float,
 ) -> asyncssh.SSHClientConnection:
     """``asyncssh.connect(host, ...)`` within ``timeout`` seconds (``TimeoutError`` after)."""
-    task: asyncio.Future[asyncssh.SSHClientConnection] = asyncio.ensure_future(
-        asyncssh.connect(host, client_factory=client_factory, **options)
-    )
+    return await within(asyncssh.connect(host, client_factory=client_factory, **options), timeout)
+
+
+async def within(awaitable: Awaitable[T], timeout: float) -> T:
+    """Await an asyncssh handshake (connect, host-key fetch) within ``timeout`` seconds; when the
+    caller is cancelled, a late error of the handshake is consumed, not logged."""
+    task: asyncio.Future[T] = asyncio.ensure_future(awaitable)
     task.add_done_callback(_consume)
     return await asyncio.wait_for(task, timeout)

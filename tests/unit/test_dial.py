@@ -50,3 +50,32 @@ async def test_dial_times_out_with_timeout_error() -> None:
     with pytest.raises(TimeoutError):
         await dial("127.0.0.1", asyncssh.SSHClient, options, 0.3)
     server.close()
+
+
+async def test_a_cancelled_host_key_fetch_leaves_no_stray_task_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The doctor's host-key fetch is the other handshake cancelled when the user quits."""
+    from tao_slurm_tui.remote.connection import fetch_host_key
+
+    started = asyncio.Event()
+
+    async def fetch_lost_on_cancel(*_: Any, **__: Any) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            raise asyncssh.ConnectionLost("Connection lost") from None
+
+    monkeypatch.setattr(asyncssh, "get_server_host_key", fetch_lost_on_cancel)
+    reported: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _l, c: reported.append(c))
+    caller = asyncio.ensure_future(fetch_host_key("login.invalid", 22, 30))
+    await asyncio.wait_for(started.wait(), 10)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await asyncio.sleep(0)
+    gc.collect()
+    await asyncio.sleep(0)
+    assert not reported, [c.get("message") for c in reported]
