@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from tao_slurm_tui.core.capacity import (
+    LINE_CACHE,
     Association,
     CapacityRaw,
     GpuCounts,
@@ -294,14 +295,9 @@ def _block(node: Node, alloc: GpuCounts) -> FreeBlock | None:
     return FreeBlock(gpus, node.name, kind, node.cpus_free, node.mem_free_mb)
 
 
-def _better(a: FreeBlock | None, b: FreeBlock | None) -> FreeBlock | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    # More GPUs first; then more CPUs and memory; on a tie the first node (stable answer).
-    key_a, key_b = (a.gpus, a.cpus_free, a.mem_free_mb), (b.gpus, b.cpus_free, b.mem_free_mb)
-    return b if key_b > key_a else a
+def _block_key(block: FreeBlock) -> tuple[int, int, int]:
+    """Which block is larger: more GPUs first, then more CPUs and memory."""
+    return (block.gpus, block.cpus_free, block.mem_free_mb)
 
 
 class _NodeFigures(NamedTuple):
@@ -341,6 +337,24 @@ def _figures(node: Node, alloc: GpuCounts) -> _NodeFigures:
     )
 
 
+_FIGURES: dict[int, _NodeFigures] = {}
+"""A node's figures by the node object's identity: :func:`~tao_slurm_tui.core.capacity.
+parse_node_line` hands back the same object for a line it has seen, so a refresh where a node
+did not change works nothing out for it again. The entry holds the node, so an id is not
+reused while remembered; the memo is emptied when it reaches the line cache's size."""
+
+
+def _remembered_figures(node: Node) -> _NodeFigures:
+    """:func:`_figures` of a node that reports its own allocation, remembered (see _FIGURES)."""
+    known = _FIGURES.get(id(node))
+    if known is not None and known.node is node:
+        return known
+    if len(_FIGURES) >= LINE_CACHE:
+        _FIGURES.clear()
+    figures = _FIGURES[id(node)] = _figures(node, node.gpus_alloc or {})
+    return figures
+
+
 def _count_job(tally: list[int], running: bool, tasks: int, gpus: int) -> None:
     """Add a job to a ``[running jobs, running GPUs, pending jobs, pending GPUs]`` tally (the
     order of :class:`MyShare`'s fields)."""
@@ -357,6 +371,8 @@ def _partition_capacity(
     block: FreeBlock | None = None
     blocks: dict[str, FreeBlock] = {}
     cpus_total = cpus_free = mem_total = mem_free = 0
+    tops: list[FreeBlock] = []
+    candidates: list[FreeBlock] = []
     for figures in members:
         node = figures.node
         states[node.state] += 1
@@ -373,9 +389,15 @@ def _partition_capacity(
         cpus_free += figures.cpus_free
         mem_free += figures.mem_free_mb
         if figures.block is not None:
-            block = _better(block, figures.block)
-            for typed in figures.typed_blocks:
-                blocks[typed.kind] = _better(blocks.get(typed.kind), typed) or typed
+            tops.append(figures.block)
+            candidates += figures.typed_blocks
+    if tops:
+        # max() keeps the first of equals: on a tie the first node wins (a stable answer).
+        block = max(tops, key=_block_key)
+        by_kind: dict[str, list[FreeBlock]] = {}
+        for typed in candidates:
+            by_kind.setdefault(typed.kind, []).append(typed)
+        blocks = {kind: max(found, key=_block_key) for kind, found in by_kind.items()}
     return PartitionCapacity(
         name=part.name,
         default=part.default,
@@ -399,12 +421,15 @@ def _partition_capacity(
     )
 
 
-def _job_tres(job: Job) -> dict[str, int]:
-    return {"gres/gpu": job.gpus, "cpu": job.cpus * job.tasks, "node": job.nodes * job.tasks}
-
-
 def _sum_tres(jobs: Iterable[Job], resource: str) -> int:
-    return sum(_job_tres(j).get(resource, 0) for j in jobs)
+    """What ``jobs`` use of one TRES (``gres/gpu``, ``cpu``, ``node``; 0 for any other)."""
+    if resource == "gres/gpu":
+        return sum(j.gpus for j in jobs)
+    if resource == "cpu":
+        return sum(j.cpus * j.tasks for j in jobs)
+    if resource == "node":
+        return sum(j.nodes * j.tasks for j in jobs)
+    return 0
 
 
 _SHOWN_TRES = ("gres/gpu", "cpu", "node", "mem")
@@ -495,25 +520,39 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
             if name not in known:
                 known.add(name)
                 partitions.append(Partition(name, False, "UP", "", ()))
-    figures = {n.name: _figures(n, alloc[n.name]) for n in raw.nodes}
+    figures = {
+        n.name: _remembered_figures(n) if n.gpus_alloc is not None else _figures(n, alloc[n.name])
+        for n in raw.nodes
+    }
+    # Members in the partition's own order (its Nodes= list; the first node wins a tie for the
+    # largest block), then the nodes that name the partition but are not on its list.
     by_partition: dict[str, list[_NodeFigures]] = {}
+    named: dict[str, list[_NodeFigures]] = {}
+    for f in figures.values():
+        for name in f.node.partitions:
+            named.setdefault(name, []).append(f)
     for part in partitions:
         members = [figures[n] for n in part.nodes if n in figures]
         seen = {f.node.name for f in members}
-        members += [
-            f
-            for f in figures.values()
-            if part.name in f.node.partitions and f.node.name not in seen
-        ]
+        members += [f for f in named.get(part.name, ()) if f.node.name not in seen]
         by_partition[part.name] = members
     tallies = {p.name: [0, 0, 0, 0] for p in partitions}
     mine = [0, 0, 0, 0]
+    # Thousands of jobs fall into a few kinds (mine or not, running or not, which partitions):
+    # add each kind up first, then count the kinds into the tallies.
+    kinds: dict[tuple[bool, bool, tuple[str, ...]], list[int]] = {}
+    user = raw.user
     for job in raw.jobs:
-        running, tasks = job.running, job.tasks
-        gpus = job.gpus  # a property: work it out once, not once per partition
-        if job.user == raw.user:
+        key = (job.user == user, job.running, job.partitions)
+        sums = kinds.get(key)
+        if sums is None:
+            sums = kinds[key] = [0, 0]
+        sums[0] += job.tasks
+        sums[1] += job.gpus
+    for (is_mine, running, names), (tasks, gpus) in kinds.items():
+        if is_mine:
             _count_job(mine, running, tasks, gpus)
-        for name in job.partitions:
+        for name in names:
             tally = tallies.get(name)
             if tally is not None:
                 _count_job(tally, running, tasks, gpus)

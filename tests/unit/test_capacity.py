@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -260,12 +262,22 @@ def test_command_runs_every_section_once_in_one_string() -> None:
     assert command.count("squeue") == 1
 
 
-def test_node_lines_reduced_on_the_login_host_parse_the_same() -> None:
+AWKS = [
+    pytest.param(awk, id="-".join(awk))
+    for awk in (["mawk"], ["gawk"], ["gawk", "--posix"], ["busybox", "awk"], ["awk"])
+    if shutil.which(awk[0])
+]
+"""Every awk on this machine: the command takes mawk where the login host has it, else awk
+(gawk on most clusters, busybox on a minimal image)."""
+
+
+@pytest.mark.parametrize("awk", AWKS)
+def test_node_lines_reduced_on_the_login_host_parse_the_same(awk: list[str]) -> None:
     """The awk of the command (run here as the login host runs it) keeps what is read."""
     lines = _recorded_node_lines()
     error = "slurm_load_node error: Unable to contact slurm controller (connect failure)"
     reduced = subprocess.run(
-        ["awk", "-v", "K=" + " ".join(NODE_FIELDS), NODE_REDUCE_AWK],
+        [*awk, "-v", "K=" + " ".join(NODE_FIELDS), NODE_REDUCE_AWK],
         input="\n".join([*lines, error]) + "\n",
         capture_output=True,
         text=True,
@@ -458,6 +470,40 @@ def test_scaled_output_keeps_per_node_numbers() -> None:
     copies = nodes_in_batch // sum(small.nodes.values())
     assert batch.gpus_total >= small.gpus_total * copies
     assert batch.largest_block is not None and batch.largest_block.gpus == 8
+
+
+def _cold_report(text: str) -> CapacityReport:
+    parse_node_line.cache_clear()
+    parse_job_line.cache_clear()
+    return report_of(text)
+
+
+def test_a_warm_refresh_adds_up_what_a_cold_one_does() -> None:
+    """Node figures are remembered by node (the line cache hands back the same node): a refresh
+    where one node changed must still give what a first refresh gives, and so must one where
+    nothing changed."""
+    text = scaled_output(SYNTHETIC, 60)
+    first = _cold_report(text)
+    assert report_of(text) == first  # nothing changed: everything remembered
+    # gpu02's copy -k3 gets 5 more GPUs, then all 8: its figures must follow.
+    for alloc in ("gres/gpu=8,gres/gpu:a100=8", "gres/gpu=3,gres/gpu:a100=3"):
+        changed = re.sub(
+            r"(NodeName=gpu02-k3 .*?AllocTRES=cpu=4,mem=16G,)gres/gpu=3,gres/gpu:a100=3",
+            rf"\g<1>{alloc}",
+            text,
+        )
+        assert changed != text or alloc.endswith("=3")
+        warm = report_of(changed)
+        assert warm == _cold_report(changed)
+        report_of(text)  # back to the original lines, warm again
+    busy = report_of(
+        re.sub(
+            r"(NodeName=gpu02-k3 .*?)gres/gpu=3,gres/gpu:a100=3",
+            r"\g<1>gres/gpu=8,gres/gpu:a100=8",
+            text,
+        )
+    )
+    assert busy.gpus_free == first.gpus_free - 5
 
 
 # ----------------------------------------------------------------------------------- the CLI
