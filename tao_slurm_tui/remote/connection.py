@@ -41,7 +41,7 @@ import asyncssh
 from tao_slurm_tui.config import cache_dir
 from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.quoting import home_path, join, quote
+from tao_slurm_tui.core.quoting import for_login_shell, home_path, join, quote
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.dial import dial, within
 from tao_slurm_tui.remote.errors import (
@@ -842,7 +842,9 @@ class Connection:
         self, conn: asyncssh.SSHClientConnection, cmd: str, data: bytes | None, limit: float
     ) -> tuple[int, bytes, bytes]:
         try:
-            process = await asyncio.wait_for(conn.create_process(cmd, encoding=None), limit)
+            process = await asyncio.wait_for(
+                conn.create_process(for_login_shell(cmd), encoding=None), limit
+            )
         except TimeoutError:
             raise CommandTimeout(
                 f"{self.host} did not start `{_short(cmd)}` within {limit:g} s; try again later."

@@ -100,12 +100,15 @@ def password_sshd(root: Path, user: str) -> Iterator[tuple[int, Path]]:
 
 
 @contextlib.contextmanager
-def fresh_account(root: Path) -> Iterator[FreshAccount]:
-    """Create the account and its password sshd under ``root``; undo both on exit."""
+def fresh_account(root: Path, shell: str = "/bin/bash") -> Iterator[FreshAccount]:
+    """Create the account (login shell ``shell``) and its password sshd under ``root``; undo
+    both on exit."""
     user = f"fh{secrets.token_hex(4)}"
     password = "pw-" + secrets.token_hex(12)
     os.chmod(root, 0o755)
-    _run("useradd", "-m", "-s", "/bin/bash", user)
+    if not Path(shell).is_file():
+        raise AssertionError(f"{shell} is not installed: run 'scripts/sandbox-cluster install'")
+    _run("useradd", "-m", "-s", shell, user)
     try:
         _run("chpasswd", input=f"{user}:{password}\n")
         _run(
