@@ -618,18 +618,21 @@ class Job(NamedTuple):
     start: str
     """Start time; for a pending job SLURM's estimate ('' when it has none)."""
     reason: str
+    gpus: int
+    """GPUs of this line: per node, times nodes, times array tasks (:func:`job_gpus`; worked
+    out once, when the line is parsed, not on every refresh that reads it)."""
     tasks: int = 1
     """Array tasks this line stands for (1 for a plain job)."""
 
     @property
     def running(self) -> bool:
         """Holds resources now (running, completing, configuring, suspended)."""
-        return self.state not in ("PENDING",)
+        return self.state != "PENDING"
 
-    @property
-    def gpus(self) -> int:
-        """GPUs of this line: per node, times nodes, times array tasks."""
-        return sum(self.gpus_per_node.values()) * max(1, self.nodes) * self.tasks
+
+def job_gpus(gpus_per_node: GpuCounts, nodes: int, tasks: int = 1) -> int:
+    """A job line's GPUs: per node, times nodes, times array tasks."""
+    return sum(gpus_per_node.values()) * max(1, nodes) * tasks
 
 
 @lru_cache(maxsize=64)
@@ -670,6 +673,8 @@ def parse_job_line(line: str) -> Job | None:
     if not job_id or not job_id[0].isdigit() or state is None:
         return None
     pending = state == "PENDING"
+    node_count, per_node = _int(nodes, 1), parse_gres(gres)
+    tasks = array_tasks(job_id) if pending and "[" in job_id else 1
     return Job(
         job_id=job_id,
         user=user.strip(),
@@ -677,13 +682,14 @@ def parse_job_line(line: str) -> Job | None:
         qos=qos.strip(),
         partitions=_job_partitions(partitions),
         state=state,
-        nodes=_int(nodes, 1),
+        nodes=node_count,
         cpus=_int(cpus),
-        gpus_per_node=parse_gres(gres),
+        gpus_per_node=per_node,
         node_list=() if pending else _hosts(hosts),
         start=clean_time(start),
         reason=_job_reason(reason),
-        tasks=array_tasks(job_id) if pending and "[" in job_id else 1,
+        gpus=job_gpus(per_node, node_count, tasks),
+        tasks=tasks,
     )
 
 

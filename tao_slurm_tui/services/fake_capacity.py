@@ -20,6 +20,7 @@ from tao_slurm_tui.core.capacity import (
     NodeState,
     Partition,
     Qos,
+    job_gpus,
 )
 from tao_slurm_tui.core.capacity_report import CapacityReport, build_report
 from tao_slurm_tui.core.start_estimate import (
@@ -80,6 +81,7 @@ def _job(
         node_list=tuple(where.split(",")) if where else (),
         start="",
         reason="" if state != "PENDING" else "Resources",
+        gpus=job_gpus({"": gpus}, nodes),
     )
 
 
