@@ -26,13 +26,24 @@ class Shape:
     nodes: int
     """``--nodes``."""
     gpus_per_node: int
-    """``--gres=gpu:G`` (0: no GPU request)."""
+    """``--gres=gpu:G`` (0: no GPU request; :attr:`gres` adds the type)."""
     cpus_per_task: int
     """``--cpus-per-task`` of the one task on each node."""
     exclusive: bool
     """``--exclusive``: whole nodes."""
     ntasks_per_node: int = 1
     """Always 1: one container per node."""
+    gpu_type: str = ""
+    """The GPU type asked for (``a100``); '' for any type."""
+
+    @property
+    def gres(self) -> str:
+        """``--gres``'s value: ``gpu:G``, or ``gpu:TYPE:G`` with a type."""
+        return (
+            f"gpu:{self.gpu_type}:{self.gpus_per_node}"
+            if self.gpu_type
+            else f"gpu:{self.gpus_per_node}"
+        )
 
     @property
     def ntasks(self) -> int:
@@ -57,6 +68,7 @@ def shape_resources(
     *,
     max_gpus_per_node: int = DEFAULT_MAX_GPUS_PER_NODE,
     max_cpus_per_task: int = DEFAULT_MAX_CPUS_PER_TASK,
+    gpu_type: str = "",
 ) -> Shape:
     """Apply the platform's shaping rules.
 
@@ -66,6 +78,7 @@ def shape_resources(
         cpus_per_task: CPUs per rank's data loaders (>= 1).
         max_gpus_per_node: GPUs in one node of the cluster.
         max_cpus_per_task: cap for the single-node CPU product.
+        gpu_type: the GPU type asked for ('' for any type).
 
     Raises:
         ValueError: a count below its minimum.
@@ -82,12 +95,14 @@ def shape_resources(
             gpus_per_node=max_gpus_per_node,
             cpus_per_task=_cpus(nodes, max_gpus_per_node, cpus_per_task, max_cpus_per_task),
             exclusive=True,
+            gpu_type=gpu_type,
         )
     return Shape(
         nodes=num_nodes,
         gpus_per_node=num_gpus,
         cpus_per_task=_cpus(num_nodes, num_gpus, cpus_per_task, max_cpus_per_task),
         exclusive=False,
+        gpu_type=gpu_type,
     )
 
 

@@ -63,11 +63,15 @@ RESERVED_ENV = frozenset(
 )
 """Variables the sbatch script sets itself; a spec may not override them."""
 
+GPU_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+"""A GPU type as SLURM's GRES names it (``a100``, ``h100``, ``rtx_6000``)."""
+
 STEP_FIELDS = (
     "action",
     "command",
     "num_nodes",
     "num_gpus",
+    "gpu_type",
     "cpus_per_task",
     "time_hours",
     "timeout_hours",
@@ -142,6 +146,7 @@ class StepSpec(_Resources):
     """The step's bash command line."""
     num_nodes: int | None = None
     num_gpus: int | None = None
+    gpu_type: str | None = None
     cpus_per_task: int | None = None
     time_hours: float | None = None
     timeout_hours: float | None = None
@@ -192,6 +197,9 @@ class JobSpec(_Resources):
     """Nodes to run on."""
     num_gpus: int = Field(default=4, ge=0, le=1024)
     """GPUs per node; at or above the node's maximum the request becomes exclusive nodes."""
+    gpu_type: str = ""
+    """GPU type (``a100``, ``h100``: the type in the nodes' ``Gres=gpu:TYPE:N``, as
+    ``tao-slurm-tui capacity`` lists them), asked for as ``--gres=gpu:TYPE:N``; empty: any."""
     cpus_per_task: int = Field(default=16, ge=1, le=4096)
     """CPUs per rank's data loaders."""
     time_hours: float = Field(default=4.0, gt=0, le=24 * 365)
@@ -227,9 +235,21 @@ class JobSpec(_Resources):
         data: dict[str, Any] = handler(self)
         if not self.then:
             data.pop("then", None)
+        if not self.gpu_type:
+            data.pop("gpu_type", None)
         return data
 
     # ------------------------------------------------------------------ field rules
+
+    @field_validator("gpu_type")
+    @classmethod
+    def _check_gpu_type(cls, value: str) -> str:
+        if value and not GPU_TYPE_RE.match(value):
+            raise ValueError(
+                f"must be a GPU type such as a100 or h100: letters, digits, '.', '_' or '-', "
+                f"at most 32 (got {value!r}); leave it empty for any type"
+            )
+        return value
 
     @field_validator("name")
     @classmethod
@@ -436,6 +456,7 @@ class JobSpec(_Resources):
             self.cpus_per_task,
             max_gpus_per_node=max_gpus_per_node,
             max_cpus_per_task=max_cpus_per_task,
+            gpu_type=self.gpu_type,
         )
 
     def effective_partition(self, profile: Profile) -> str:
@@ -790,3 +811,27 @@ def spec_for(spec: Mapping[str, Any] | JobSpec, profile: Profile) -> JobSpec:
     if isinstance(spec, JobSpec):
         return spec_for_profile(spec, profile)
     return validate_spec(with_profile_defaults(spec, profile))
+
+
+def refusal_hint(message: str, spec: JobSpec, profile: Profile) -> str:
+    """What to do when SLURM refused ``spec`` with ``message`` ('' when there is nothing more
+    to say than SLURM's words).
+
+    "Requested node configuration is not available" means no node of the partition could ever
+    hold the request (not "busy now"): name what was asked for on one node, and where to see
+    what the nodes have.
+    """
+    if "node configuration is not available" not in message.lower():
+        return ""
+    shape = spec.shape(
+        max_gpus_per_node=profile.max_gpus_per_node,
+        max_cpus_per_task=profile.max_cpus_per_task,
+    )
+    gpus = f"{shape.gpus_per_node} {spec.gpu_type + ' ' if spec.gpu_type else ''}GPU(s)"
+    where = spec.effective_partition(profile) or "the default partition"
+    return (
+        f"No node of {where} has {gpus} and {shape.cpus_per_task} CPUs on one node; "
+        "'tao-slurm-tui capacity' lists each partition's GPU types and nodes. Ask for fewer "
+        + ("or another GPU type (or none), " if spec.gpu_type else "")
+        + "or another partition, and submit again."
+    )

@@ -60,7 +60,7 @@ from tao_slurm_tui.core.render import (
     show_preview_dependency,
 )
 from tao_slurm_tui.core.slurm import parse_sbatch_output
-from tao_slurm_tui.core.spec import JobSpec, pipeline_steps
+from tao_slurm_tui.core.spec import JobSpec, pipeline_steps, refusal_hint
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import (
     CommandTimeout,
@@ -171,10 +171,21 @@ def parse_missing(output: str) -> list[str]:
     return [ln[len("MISSING=") :] for ln in output.splitlines() if ln.startswith("MISSING=")]
 
 
+NO_NODE_FITS = "Batch job submission failed: Requested node configuration is not available"
+"""What sbatch says of a request no node of the partition could ever hold."""
+
+
 def sbatch_command(
     script: str, log_dir_prefix: str, extra: Sequence[str] = (), *, scancel_on_failure: bool = True
 ) -> str:
-    """The one remote command: ``sbatch --hold`` → ``mkdir -p <log dir>`` → ``scontrol release``.
+    """The one remote command: ``sbatch --test-only`` → ``sbatch --hold`` → ``mkdir -p <log
+    dir>`` → ``scontrol release``.
+
+    SLURM accepts a held job that no node could ever run (it then pends for ever with reason
+    ``BadConstraints``: a GPU type no node has, more GPUs than a node holds), so the same
+    request is tried with ``--test-only`` first, and that refusal ends the command as sbatch's
+    own would (exit 1, ``sbatch: error: Requested node configuration is not available``). Any
+    other answer of the test (busy, later) goes on to the real submission.
 
     ``log_dir_prefix`` is ``<base>/slurm-logs/<name>-``; the SLURM id completes it. If the
     directory cannot be made or the job released, the job is cancelled (a held job would wait
@@ -182,9 +193,12 @@ def sbatch_command(
 
     Output: ``TAO_SUBMITTED=<ID or ID;cluster>`` once sbatch accepted the job.
     """
+    test = join(["sbatch", "--test-only", "--export=ALL", *extra, script])
     sbatch = join(["sbatch", "--parsable", "--export=ALL", "--hold", *extra, script])
     undo = 'scancel "$id"; printf "' + _CANCELLED + '%s\\n" "$id"; ' if scancel_on_failure else ""
     return (
+        f"t=$({test} 2>&1); case $t in *'node configuration is not available'*) "
+        f"echo 'sbatch: error: {NO_NODE_FITS}' >&2; exit 1;; esac; "
         f"out=$({sbatch}) || exit $?; "
         f'printf "{_SUBMITTED}%s\\n" "$out"; '
         'id="${out%%;*}"; '
@@ -548,7 +562,7 @@ class Submitter:
             )
             try:
                 slurm_id, host, adopted = await self._submit_once(
-                    spec.name, paths, known=(), started=started, report=report
+                    spec.name, paths, known=(), started=started, report=report, spec=spec
                 )
             except SbatchRejected:
                 # SLURM said no: no job exists, so nothing is left half-done -- neither the
@@ -748,7 +762,7 @@ class Submitter:
         known = [a.slurm_job_id for a in job.attempts if a.slurm_job_id]
         number = max((a.number for a in job.attempts), default=-1) + 1
         slurm_id, host, adopted = await self._submit_once(
-            job.id, paths, known=known, started=started, report=None
+            job.id, paths, known=known, started=started, report=None, spec=spec
         )
         attempt = Attempt(
             number=number, slurm_job_id=slurm_id, login_host=host, retry_reason=reason
@@ -843,8 +857,11 @@ class Submitter:
         known: Sequence[str],
         started: float,
         report: Callable[[SubmitStage, str], None] | None,
+        spec: JobSpec | None = None,
     ) -> tuple[str, str, bool]:
         """Run the sbatch command; after a transport failure reconcile before the one retry.
+
+        ``spec`` (when known) lets a refusal say what could not be placed.
 
         Returns:
             (SLURM id, login host, adopted by reconcile).
@@ -886,8 +903,10 @@ class Submitter:
                     "check that base_results_dir is writable and submit again."
                 )
             message = sbatch_error(result.stderr, result.stdout)
+            hint = refusal_hint(message, spec, self.profile) if spec is not None else ""
             raise SbatchRejected(
-                f"SLURM refused the job: {message}. Fix the spec or the profile and submit again.",
+                f"SLURM refused the job: {message}. "
+                + (hint or "Fix the spec or the profile and submit again."),
                 message,
             )
         raise OperationFailed(f"'{name}' could not be submitted; submit again.")  # unreachable

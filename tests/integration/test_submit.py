@@ -250,7 +250,11 @@ class DropAroundSbatch(Connection):
             "check": check,
             "retry_on_drop": retry_on_drop,
         }
-        if isinstance(command, str) and command.startswith("out=$(sbatch") and not self.drops:
+        if (
+            isinstance(command, str)
+            and command.startswith("t=$(sbatch --test-only")
+            and not self.drops
+        ):
             self.drops += 1
             # The job is accepted; the log-dir mkdir and the release are lost with the link.
             await super().run(join(["sbatch", "--parsable", "--export=ALL", "--hold", self.script]))
@@ -354,3 +358,32 @@ def test_cli_submit_json_dry_run_and_exit_codes(
     assert jobs_named(name) == {data["slurm_job_id"]}
     assert main(["--config", str(cfg), "submit", str(spec_file)]) == 2  # name taken
     assert "another name" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------- GPU type
+
+
+async def test_a_gpu_type_lands_on_a_node_of_that_type_and_an_unknown_one_is_explained(
+    conn: Connection, store: JobStore, profile: Profile
+) -> None:
+    """The sandbox's nodes are typed (tao-n1/n2 gpu:a100:4, tao-n3 gpu:h100:4)."""
+    gres = {
+        line.split("|")[0]: line.split("|")[1]
+        for line in local(["sinfo", "-N", "-h", "-p", "polar", "-o", "%N|%G"]).split()
+    }
+    h100 = sorted(node for node, g in gres.items() if ":h100:" in g)
+    assert h100, gres
+    name = unique("it-h100")
+    submitter = Submitter(conn, store, "sandbox", profile)
+    result = await submitter.submit(spec(name, gpu_type="h100", command="hostname"))
+    assert await wait_terminal(result.slurm_job_id) == "COMPLETED"
+    ran_on = local(["sacct", "-X", "-n", "-P", "-j", result.slurm_job_id, "--format=NodeList"])
+    assert ran_on.split() == h100[:1] or ran_on.strip() in h100, ran_on
+
+    other = unique("it-v100")
+    with pytest.raises(OperationFailed) as refused:
+        await submitter.submit(spec(other, gpu_type="v100"))
+    text = str(refused.value)
+    assert "Requested node configuration is not available" in text
+    assert "1 v100 GPU(s)" in text and "tao-slurm-tui capacity" in text
+    assert store.get("sandbox", other) is None and live_jobs_named(other) == []

@@ -79,6 +79,17 @@ def test_then_tables_become_steps_inheriting_the_parent() -> None:
     assert [s.command for s in steps][1] == "dino evaluate -e /specs/eval.yaml"
 
 
+def test_a_step_may_ask_for_another_gpu_type() -> None:
+    spec = parse_spec_text(
+        f'name = "d"\nimage = "{IMAGE}"\ncommand = "c"\ngpu_type = "h100"\n'
+        '[[then]]\naction = "ev"\ncommand = "e"\ngpu_type = "a100"\nnum_gpus = 1\n'
+        '[[then]]\naction = "ex"\ncommand = "x"\n'
+    )
+    train, evaluate, export = pipeline_steps(spec)
+    assert (train.gpu_type, evaluate.gpu_type, export.gpu_type) == ("h100", "a100", "h100")
+    assert "--gres=gpu:a100:1" in render_sbatch(evaluate, PROFILE)
+
+
 def test_a_single_job_is_unchanged() -> None:
     spec = JobSpec.model_validate(SINGLE)
     assert "then" not in spec.model_dump(mode="json")

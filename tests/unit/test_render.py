@@ -73,6 +73,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
     "single_node": ({"env": {"NCCL_DEBUG": "INFO"}}, {}, {}),
     "multi_node": ({"num_nodes": 2, "num_gpus": 4}, {}, {}),
     "exclusive_computed": ({"num_gpus": 16}, {}, {}),
+    "gpu_type": ({"num_gpus": 2, "gpu_type": "h100"}, {}, {}),
     "requeue_off": ({"use_requeue": False}, {}, {}),
     "account_set": ({"account": "edgeai"}, {}, {}),
     "image_sqsh": ({"image": "/lustre/images/tao-toolkit.sqsh"}, {}, {}),
@@ -150,6 +151,19 @@ def test_single_node_directives() -> None:
         "--open-mode=append",
         "--requeue",
     ]
+
+
+def test_gpu_type_is_asked_for_in_the_gres_and_kept_by_the_start_estimate() -> None:
+    from tao_slurm_tui.core.start_estimate import script_request
+
+    typed = render(make_spec(num_gpus=2, gpu_type="h100"))
+    assert "--gres=gpu:h100:2" in directives(typed)
+    request = script_request(typed)
+    assert (request.gpu_type, request.gpus_per_node) == ("h100", 2)
+    whole = directives(render(make_spec(num_gpus=16, gpu_type="a100")))
+    assert "--gres=gpu:a100:8" in whole and "--exclusive" in whole and "--nodes=2" in whole
+    assert "--gres=gpu:4" in directives(render())  # no type: any GPU, as before
+    assert not any(d.startswith("--gres") for d in directives(render(make_spec(num_gpus=0))))
 
 
 def test_directives_come_before_any_command() -> None:

@@ -143,6 +143,23 @@ def test_bad_values_name_their_field(field: str, value: Any) -> None:
     assert errors[field]
 
 
+@pytest.mark.parametrize("bad", ["a100:4", "gpu a100", "-h100", "x" * 33, "a100;rm"])
+def test_a_bad_gpu_type_says_what_a_type_looks_like(bad: str) -> None:
+    errors = spec_errors(minimal(gpu_type=bad))
+    assert (
+        "such as a100 or h100" in errors["gpu_type"] and "empty for any type" in errors["gpu_type"]
+    )
+
+
+def test_gpu_type_is_optional_and_written_only_when_set() -> None:
+    plain = JobSpec.model_validate(minimal())
+    assert plain.gpu_type == "" and "gpu_type" not in plain.model_dump(mode="json")
+    typed = JobSpec.model_validate(minimal(gpu_type="rtx_6000"))
+    assert typed.model_dump(mode="json")["gpu_type"] == "rtx_6000"
+    assert 'gpu_type = "rtx_6000"' in typed.to_toml()
+    assert typed.shape().gres == "gpu:rtx_6000:4"
+
+
 def test_numeric_strings_from_a_form_are_accepted() -> None:
     spec = JobSpec.model_validate(minimal(num_gpus="2", time_hours="1"))
     assert spec.num_gpus == 2 and spec.time_hours == 1

@@ -77,7 +77,7 @@ class FakeConn:
             return Result(text, 0, out)
         if text.startswith('printf "NOW='):
             return Result(text, 0, "NOW=1\n" + "".join(f"MISSING={p}\n" for p in self.missing))
-        if text.startswith("out=$(sbatch"):
+        if text.startswith("t=$(sbatch --test-only"):
             assert not retry_on_drop, "sbatch must never be re-run by the transport"
             if self.on_sbatch:
                 self.on_sbatch()
@@ -222,7 +222,7 @@ async def test_record_exists_before_sbatch_and_is_marked_after(
         "/lustre/alice/sbatch/job_job-1.sbatch",
     ):
         assert path in up
-    assert conn.count("out=$(sbatch") == 1
+    assert conn.count("t=$(sbatch --test-only") == 1
 
 
 async def test_lost_connection_adopts_the_job_found_by_name(
@@ -233,7 +233,7 @@ async def test_lost_connection_adopts_the_job_found_by_name(
     conn.reconcile = ["55|PENDING|2026-11-29T20:59:59|JobHeldUser"]
     result = await submitter(conn, store, profile).submit(make_spec())
     assert result.slurm_job_id == "55" and result.adopted
-    assert conn.count("out=$(sbatch") == 1  # no second sbatch
+    assert conn.count("t=$(sbatch --test-only") == 1  # no second sbatch
     adopt = [c for c in conn.commands if "scontrol release '55'" in c or "release 55" in c]
     assert adopt and "mkdir -p -- /lustre/alice/slurm-logs/job-1-55" in adopt[0]
     rec = store.require("p", "job-1")
@@ -249,9 +249,11 @@ async def test_lost_connection_without_a_job_submits_once_more(
     conn.reconcile = ["", "", ""]
     result = await submitter(conn, store, profile).submit(make_spec())
     assert result.slurm_job_id == "60" and not result.adopted
-    assert conn.count("out=$(sbatch") == 2
+    assert conn.count("t=$(sbatch --test-only") == 2
     # The reconcile looked before the retry (after every delay, as sbatch may still be running).
-    first_retry = [i for i, c in enumerate(conn.commands) if c.startswith("out=$(sbatch")][1]
+    first_retry = [
+        i for i, c in enumerate(conn.commands) if c.startswith("t=$(sbatch --test-only")
+    ][1]
     assert any(c.startswith('printf "@@now') for c in conn.commands[:first_retry])
 
 
@@ -264,7 +266,7 @@ async def test_timeout_then_job_appears_late_is_adopted(store: JobStore, profile
     conn.sbatch = [timeout]
     conn.reconcile = ["", "61|PENDING|2026-11-29T20:59:59|None"]
     result = await submitter(conn, store, profile).submit(make_spec())
-    assert result.slurm_job_id == "61" and conn.count("out=$(sbatch") == 1
+    assert result.slurm_job_id == "61" and conn.count("t=$(sbatch --test-only") == 1
 
 
 async def test_unreachable_cluster_during_reconcile_leaves_job_unsubmitted(
@@ -284,7 +286,7 @@ async def test_unreachable_cluster_during_reconcile_leaves_job_unsubmitted(
         await submitter(conn, store, profile).submit(make_spec())
     rec = store.require("p", "job-1")
     assert not rec.submitted
-    assert conn.count("out=$(sbatch") == 1
+    assert conn.count("t=$(sbatch --test-only") == 1
 
 
 async def test_rejected_sbatch_surfaces_slurm_and_can_be_fixed(
@@ -320,7 +322,7 @@ async def test_earlier_try_that_reached_slurm_is_adopted_on_resubmit(
     conn.reconcile = ["70|RUNNING|2026-11-29T20:59:59|vm"]
     result = await submitter(conn, store, profile).submit(make_spec())
     assert result.slurm_job_id == "70" and result.adopted
-    assert conn.count("out=$(sbatch") == 1
+    assert conn.count("t=$(sbatch --test-only") == 1
 
 
 async def test_a_submitted_name_is_refused(store: JobStore, profile: Profile) -> None:
@@ -360,7 +362,7 @@ async def test_dry_run_stages_nothing(store: JobStore, profile: Profile) -> None
     result = await submitter(conn, store, profile).submit(make_spec(), dry_run=True)
     assert result.dry_run and "#SBATCH --job-name=job-1" in result.script
     assert conn.uploads == {} and store.get("p", "job-1") is None
-    assert conn.count("out=$(sbatch") == 0
+    assert conn.count("t=$(sbatch --test-only") == 0
 
 
 async def test_resubmit_excludes_nodes_and_known_attempts(
@@ -533,7 +535,7 @@ async def test_a_lost_sbatch_of_a_later_step_is_adopted_not_doubled(
     conn.reconcile = ["11|PENDING|2026-11-29T20:59:59|Dependency"]
     result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
     assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "11", "12"]
-    assert result.steps[0].adopted and conn.count("out=$(sbatch") == 3
+    assert result.steps[0].adopted and conn.count("t=$(sbatch --test-only") == 3
     # The step after the adopted one depends on the adopted SLURM job.
     assert "afterok:11\n" in sbatch_scripts(conn)["/lustre/alice/sbatch/job_job-1-export.sbatch"]
 
@@ -552,7 +554,7 @@ async def test_a_refused_later_step_keeps_the_earlier_and_a_second_submit_finish
     conn.sbatch = [ok("21"), ok("22")]
     result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
     assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "21", "22"]
-    assert conn.count("out=$(sbatch") == 4  # step 1 was not submitted twice
+    assert conn.count("t=$(sbatch --test-only") == 4  # step 1 was not submitted twice
     assert "afterok:10\n" in sbatch_scripts(conn)["/lustre/alice/sbatch/job_job-1-evaluate.sbatch"]
 
 
@@ -575,6 +577,6 @@ async def test_pipeline_dry_run_submits_nothing_and_shows_a_placeholder(
 ) -> None:
     conn = FakeConn()
     result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec(), dry_run=True)
-    assert conn.count("out=$(sbatch") == 0 and store.list_jobs() == []
+    assert conn.count("t=$(sbatch --test-only") == 0 and store.list_jobs() == []
     assert len(result.steps) == 2
     assert "afterok:<SLURM id of the previous step>" in result.steps[1].script
