@@ -37,17 +37,17 @@ demo: venv cluster-up ## Bring up the sandbox, install its NGC key, open the app
 	$(BIN)/tao-slurm-tui --profile sandbox --spec examples/train-demo.toml
 
 .PHONY: test-tools
-test-tools: ## apt-get what the tests drive besides the cluster (tmux: the app in a real terminal)
-	@command -v tmux >/dev/null 2>&1 || { apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux </dev/null; }
+test-tools: ## apt-get what the tests drive besides the cluster (tmux: the app in a real terminal; tcsh: a csh login shell)
+	@command -v tmux >/dev/null 2>&1 && command -v tcsh >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux tcsh </dev/null; }
 
 .PHONY: test
 test: venv test-tools ## Install what the tests need, bring up the sandbox, run the whole suite, stop the sandbox
 	$(CLUSTER) install
 	trap '$(CLUSTER) down' EXIT; \
 	TAO_SLURM_TUI_PYTHON=$(BIN)/python $(CLUSTER) up && \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -ra -m "not serial" $(PYTEST_ARGS) && \
-	$(BIN)/python -m pytest -ra -m serial $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -ra --durations=15 -m "not serial" $(PYTEST_ARGS) && \
+	$(BIN)/python -m pytest -ra --durations=10 -m serial $(PYTEST_ARGS)
 
 .PHONY: watch-first-hour
 watch-first-hour: venv test-tools ## Type the first-hour journey into the real app on the sandbox (tmux attach -r -t first-hour)
