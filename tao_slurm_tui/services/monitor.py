@@ -284,6 +284,8 @@ class Monitor:
         self._needed: set[str] = set()  # ids the last tick sent to the follow-up
         self._cache: dict[str, JobRecord] = {}  # every job of the profile, store order
         self._version: tuple[int, int] | None = None  # the store's version the cache matches
+        # The store's (change number, deletions) when the cache was last read from it.
+        self._changes: tuple[int, int] | None = None
         self._seen: dict[str, tuple[JobRecord, tuple[Any, ...]]] = {}  # last merge's inputs
         self._tick_lock = asyncio.Lock()
 
@@ -401,10 +403,19 @@ class Monitor:
     # ------------------------------------------------------------------ the jobs, cached
 
     def _cached_jobs(self) -> list[JobRecord]:
-        """Every job of the profile (store order), read again only when the store changed."""
+        """Every job of the profile (store order). After a write (this process's or another's)
+        only the rows written since are read again; everything once a job was deleted (rare:
+        a refused submission), and the first time."""
         version = self.store.version()
         if version != self._version:
-            self._cache = {j.id: j for j in self.store.list_jobs(self.profile_name)}
+            changes = self.store.changes()  # before reading: a later write is read next time
+            known = self._changes
+            if known is None or changes[1] != known[1] or not self._cache:
+                self._cache = {j.id: j for j in self.store.list_jobs(self.profile_name)}
+            else:
+                for job in self.store.jobs_changed_since(self.profile_name, known[0]):
+                    self._cache[job.id] = job
+            self._changes = changes
             self._version = version
         return list(self._cache.values())
 
@@ -420,7 +431,8 @@ class Monitor:
             if seen is not None:
                 self._seen[job_id] = (fresh, seen[1])
         # A write by someone else during the tick (another process, a submission) is picked up
-        # by reading everything again next tick.
+        # next tick. The change number stays where the cache was last read from the store, so
+        # that read takes every row written since (this tick's own rows too: a few, read again).
         self._version = None if stale else self.store.version()
 
     # ------------------------------------------------------------------ accounting follow-up
@@ -972,7 +984,7 @@ class Monitor:
             fresh = self.store.get(self.profile_name, job_id)
             if fresh is not None:
                 self._cache[job_id] = fresh
-        self._version = None  # read everything again next tick
+        self._version = None  # read what was written since again next tick
         result.jobs = list(self._cache.values())
 
     def _repointed(self, step: JobRecord, target: str) -> bool:

@@ -97,6 +97,18 @@ MIGRATIONS: list[str] = [
     ALTER TABLE jobs ADD COLUMN pipeline_step INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX jobs_pipeline ON jobs (profile, pipeline_id, pipeline_step);
     """,
+    # 4: a store-wide change number on every job row, so a reader (the monitor) reloads only
+    # the rows written since it last looked, not every job of the history.
+    """
+    ALTER TABLE jobs ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX jobs_change ON jobs (profile, change_seq);
+    CREATE TABLE changes (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        seq INTEGER NOT NULL,
+        deletes INTEGER NOT NULL
+    );
+    INSERT INTO changes (id, seq, deletes) VALUES (1, 0, 0);
+    """,
 ]
 """Schema steps; step N (1-based) brings ``user_version`` from N-1 to N."""
 
@@ -329,7 +341,8 @@ class JobStore:
             db.execute(
                 "INSERT INTO jobs (profile, id, spec, base_results_dir, status, slurm_state, "
                 "message, progress, submitted, sqsh_job_id, created_at, updated_at, "
-                "pipeline_id, pipeline_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "pipeline_id, pipeline_step, change_seq) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.profile,
                     record.id,
@@ -345,6 +358,7 @@ class JobStore:
                     now,
                     record.pipeline_id,
                     int(record.pipeline_step),
+                    self._next_change(db),
                 ),
             )
             for attempt in record.attempts:
@@ -395,6 +409,22 @@ class JobStore:
             attempts = self._all_attempts(profile)
             return [self._record(r, attempts.get((r["profile"], r["id"]), [])) for r in rows]
 
+    def changes(self) -> tuple[int, int]:
+        """(the last change number given to a job row, how many jobs were deleted): read it
+        before :meth:`jobs_changed_since`, and pass the first number next time."""
+        with self._reading():
+            row = self._db.execute("SELECT seq, deletes FROM changes WHERE id = 1").fetchone()
+            return int(row["seq"]), int(row["deletes"])
+
+    def jobs_changed_since(self, profile: str, change: int) -> list[JobRecord]:
+        """The jobs of ``profile`` written after change number ``change`` (oldest first)."""
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT * FROM jobs WHERE profile = ? AND change_seq > ? ORDER BY created_at, id",
+                (profile, change),
+            ).fetchall()
+            return [self._record(r, self._attempts(self._db, profile, r["id"])) for r in rows]
+
     def version(self) -> tuple[int, int]:
         """Differs from an earlier value once anything was written since: rows this connection
         changed, and SQLite's ``data_version`` (bumped by other connections' commits)."""
@@ -436,6 +466,8 @@ class JobStore:
         """Forget a job with its attempts and events; True if it existed."""
         with self._write() as db:
             cur = db.execute("DELETE FROM jobs WHERE profile = ? AND id = ?", (profile, job_id))
+            if cur.rowcount > 0:
+                db.execute("UPDATE changes SET deletes = deletes + 1 WHERE id = 1")
             return cur.rowcount > 0
 
     # ------------------------------------------------------------------ attempts
@@ -537,11 +569,18 @@ class JobStore:
 
     # ------------------------------------------------------------------ internals
 
+    @staticmethod
+    def _next_change(db: sqlite3.Connection) -> int:
+        """The next store-wide change number, taken inside the writing transaction: SQLite
+        lets one writer in at a time, so the numbers follow the order of the commits."""
+        db.execute("UPDATE changes SET seq = seq + 1 WHERE id = 1")
+        return int(db.execute("SELECT seq FROM changes WHERE id = 1").fetchone()[0])
+
     def _touch(self, db: sqlite3.Connection, profile: str, job_id: str, bump: bool = True) -> None:
         if bump:
             cur = db.execute(
-                "UPDATE jobs SET updated_at = ? WHERE profile = ? AND id = ?",
-                (self._clock(), profile, job_id),
+                "UPDATE jobs SET updated_at = ?, change_seq = ? WHERE profile = ? AND id = ?",
+                (self._clock(), self._next_change(db), profile, job_id),
             )
             found = cur.rowcount > 0
         else:
@@ -570,6 +609,7 @@ class JobStore:
                 value = int(bool(value))
             values[key] = value
         values["updated_at"] = self._clock()
+        values["change_seq"] = self._next_change(db)
         cols = ", ".join(f"{k} = ?" for k in values)
         cur = db.execute(
             f"UPDATE jobs SET {cols} WHERE profile = ? AND id = ?",

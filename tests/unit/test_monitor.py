@@ -397,3 +397,48 @@ async def test_ended_jobs_leave_nothing_behind_in_the_monitor(store: JobStore) -
         await monitor.wait_followup()
     assert all(job.status is TaoStatus.COMPLETE for job in store.list_jobs("p"))
     assert monitor._seen == {} and monitor._accounting == {} and monitor._unsettled == {}
+
+
+async def test_another_writer_makes_the_monitor_read_only_the_rows_it_wrote(
+    store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A history of many ended jobs is not read again on every write of another process (or of
+    the app's own submit): only the rows written since, everything only after a deletion."""
+    cluster, monitor = queued(store, 3)
+    for i in range(40):  # a long history
+        add(store, f"old{i}", str(900 + i), status=TaoStatus.COMPLETE)
+    await monitor.tick()
+    full_reads: list[str] = []
+    real_list = store.list_jobs
+
+    def counting_list(*args: Any, **kw: Any) -> list[JobRecord]:
+        full_reads.append("list")
+        return real_list(*args, **kw)
+
+    monkeypatch.setattr(store, "list_jobs", counting_list)
+    read_back: list[list[str]] = []
+    real_since = store.jobs_changed_since
+
+    def counting_since(profile: str, change: int) -> list[JobRecord]:
+        rows = real_since(profile, change)
+        read_back.append(sorted(j.id for j in rows))
+        return rows
+
+    monkeypatch.setattr(store, "jobs_changed_since", counting_since)
+    other = JobStore(store.path)
+    other.update_job("p", "j1", status=TaoStatus.CANCELED, message="Canceled by the user.")
+    add(other, "new", "777")  # a submission from another terminal
+    cluster.squeue["777"] = sq("777", "PENDING", "Priority")
+    result = await monitor.tick()
+    by_id = {j.id: j for j in result.jobs}
+    assert by_id["j1"].status is TaoStatus.CANCELED and "new" in by_id and len(by_id) == 44
+    # The rows written since the cache was read: the other writer's two and the first tick's
+    # own three (read back once more); none of the 40 ended jobs.
+    assert full_reads == [] and read_back[0] == ["j0", "j1", "j2", "new"]
+    await monitor.tick()
+    assert read_back[1:] == []  # its own writes since: the cache already holds them
+    # A deletion (a refused submission) cannot be seen in changed rows: everything is read.
+    other.delete_job("p", "old3")
+    other.close()
+    result = await monitor.tick()
+    assert "old3" not in {j.id for j in result.jobs} and full_reads == ["list"]

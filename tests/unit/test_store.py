@@ -374,3 +374,46 @@ def test_a_version_1_file_gains_the_timeout_column(tmp_path: Path) -> None:
         assert s.schema_version == SCHEMA_VERSION
         s.create_job(JobRecord(id="t", profile="p", attempts=[Attempt(0, "5")]))
         assert s.require("p", "t").attempts[0].timeout_restarts == 0
+
+
+def test_change_numbers_follow_every_write_of_a_job_row(store: JobStore, tmp_path: Path) -> None:
+    seq0, deletes0 = store.changes()
+    store.create_job(record("a"))
+    store.create_job(record("b"))
+    seq1, _ = store.changes()
+    assert seq1 == seq0 + 2
+    assert [j.id for j in store.jobs_changed_since("sandbox", seq0)] == ["a", "b"]
+    store.update_job("sandbox", "b", message="x")
+    assert [j.id for j in store.jobs_changed_since("sandbox", seq1)] == ["b"]
+    seq2, _ = store.changes()
+    store.add_attempt("sandbox", "a", Attempt(number=0, slurm_job_id="5"))
+    (changed,) = store.jobs_changed_since("sandbox", seq2)
+    assert changed.id == "a" and changed.attempts[0].slurm_job_id == "5"
+    seq3, _ = store.changes()
+    store.add_event("sandbox", "a", "note", "events do not change the record")
+    assert store.jobs_changed_since("sandbox", seq3) == [] and store.changes()[0] == seq3
+    # Another connection's writes are numbered in commit order after this one's.
+    with JobStore(store.path) as other:
+        other.update_job("sandbox", "a", message="y")
+    assert [j.message for j in store.jobs_changed_since("sandbox", seq3)] == ["y"]
+    assert store.delete_job("sandbox", "b") and store.changes()[1] == deletes0 + 1
+    assert not store.delete_job("sandbox", "b") and store.changes()[1] == deletes0 + 1
+
+
+def test_a_version_3_file_gains_change_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = sqlite3.connect(path)
+    for step in MIGRATIONS[:3]:
+        db.executescript(step)
+    db.execute("PRAGMA user_version = 3")
+    db.execute(
+        "INSERT INTO jobs (profile, id, created_at, updated_at) VALUES ('p', 'old', 1.0, 1.0)"
+    )
+    db.commit()
+    db.close()
+    with JobStore(path) as s:
+        assert s.schema_version == SCHEMA_VERSION == 4
+        assert s.changes() == (0, 0)
+        assert [j.id for j in s.list_jobs("p")] == ["old"]
+        s.update_job("p", "old", message="seen")
+        assert [j.id for j in s.jobs_changed_since("p", 0)] == ["old"]
