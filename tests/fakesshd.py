@@ -15,8 +15,12 @@ Run as ``python -m tests.fakesshd STATE_DIR``: writes ``STATE_DIR/port`` when li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncssh
@@ -107,6 +111,29 @@ async def _serve(state: Path) -> None:
     tmp.write_text(str(port))
     os.replace(tmp, state / "port")
     await server.wait_closed()
+
+
+@contextlib.contextmanager
+def running(state: Path) -> Iterator[int]:
+    """This server in a child process with its state in ``state``; yields its port and stops it
+    afterwards."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakesshd", str(state)],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (state / "port").exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise AssertionError(f"fake sshd did not start: {err}")
+            time.sleep(0.05)
+        yield int((state / "port").read_text())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def main() -> None:

@@ -33,6 +33,17 @@ DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 #: The packaged default partition list of the platform: all are 4-hour queues.
 DEFAULT_PARTITIONS = "polar,polar3,polar4,grizzly"
 
+LOGIN_FIELDS = (
+    "user",
+    "hostnames",
+    "port",
+    "ssh_key_path",
+    "known_hosts",
+    "use_ssh_config",
+    "connect_timeout",
+)
+"""The fields that decide where and how a connection logs in (:meth:`Profile.logs_in_as`)."""
+
 #: Where results go when the profile does not say (the platform's convention).
 DEFAULT_RESULTS_TEMPLATE = "/lustre/fsw/portfolios/edgeai/users/{user}"
 
@@ -169,6 +180,11 @@ class Profile(BaseModel):
     def known_hosts_path(self) -> Path:
         """The known_hosts file the host keys are checked against (``~`` expanded)."""
         return Path(self.known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
+
+    def logs_in_as(self, other: Profile) -> bool:
+        """True when a connection opened for this profile is the one ``other`` would open too
+        (same login hosts, port, user, key, known_hosts, ssh_config use and connect timeout)."""
+        return all(getattr(self, name) == getattr(other, name) for name in LOGIN_FIELDS)
 
     def missing_required(self) -> list[str]:
         """Names of required fields that are empty (user, hostnames, partition)."""

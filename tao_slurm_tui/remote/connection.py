@@ -433,6 +433,9 @@ class Connection:
         self._shell: RemoteShell | None = None
         self._shell_refused: asyncssh.SSHClientConnection | None = None
         """The connection whose login host did not allow the long-lived shell (plain exec)."""
+        self._generation = 0
+        """Bumped by :meth:`use_profile` when the login settings change: a dial that started
+        before is to the old place and is not kept."""
 
     # ------------------------------------------------------------------ state
 
@@ -511,6 +514,33 @@ class Connection:
                 raise
             self._set_state(ConnectionState.CONNECTED, f"connected to {self.host}")
 
+    def use_profile(self, profile: Profile) -> bool:
+        """Serve ``profile`` from now on (a saved edit of the profile).
+
+        When it logs in elsewhere or otherwise (login hosts, port, user, key, known_hosts, see
+        :meth:`Profile.logs_in_as`), the open connection, which went to the old place, is closed
+        and the next command dials the new settings; otherwise the connection is kept as it is.
+
+        Returns:
+            True when the open connection (if any) was let go.
+        """
+        old, self.profile = self.profile, profile
+        if old.logs_in_as(profile):
+            return False
+        self._generation += 1
+        self.host = _remembered_host(profile)
+        self._last_error = None
+        if self._shell is not None:
+            self._shell.close()
+        self._shell = self._shell_refused = None
+        # Forgotten before it closes, so its connection_lost starts no reconnect; commands still
+        # running on it see a drop and run again on the new connection (see run()).
+        conn, self._conn, self._client = self._conn, None, None
+        if conn is not None:
+            conn.close()
+        self._set_state(ConnectionState.DISCONNECTED, "login settings changed; not connected yet")
+        return True
+
     @classmethod
     def to_host(cls, profile: Profile, host: str, *, password: str | None = None) -> Connection:
         """A connection to ONE login host of ``profile``, without failover.
@@ -532,6 +562,19 @@ class Connection:
 
     async def _open(self) -> None:
         """Try every login host once; on success make it the current connection."""
+        while True:
+            generation = self._generation
+            await self._dial()
+            if generation == self._generation:
+                return
+            # use_profile() changed the login settings while this dial ran: it went to the old
+            # place, so it is dropped and the new settings are dialled.
+            conn, self._conn, self._client = self._conn, None, None
+            if conn is not None:
+                conn.close()
+
+    async def _dial(self) -> None:
+        """One pass over the login hosts; on success make it the current connection."""
         if not self.profile.hostnames:
             raise ConnectError(
                 "The profile has no login host; set hostnames (or SLURM_HOSTNAME) and try again.",

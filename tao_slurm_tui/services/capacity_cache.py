@@ -73,6 +73,10 @@ class CapacityCache:
         finally:
             self._inflight = None
 
+    def clear(self) -> None:
+        """Forget the last report (the profile now points at another cluster)."""
+        self.report = self.fetched_at = None
+
     async def get(self) -> CapacityReport:
         """The last report while fresh, else a new one."""
         return self.fresh() or await self.refresh()

@@ -142,10 +142,12 @@ class ClusterBackend:
                 self.__dict__.pop(service, None)
         if name == self._name:
             self._profile = self.config.profile(name)
-            self.conn.profile = self._profile
-            # Another host or user may be another cluster: its own limits and capacity.
-            self._live_limits = None
-            self._capacity = None
+            # New login settings: the open connection (to the old place) goes, the next command
+            # dials the new ones; unchanged ones keep it.
+            if self.conn.use_profile(self._profile):
+                # Another host or user may be another cluster: its own limits and capacity.
+                self._live_limits = None
+                self.capacities.clear()
             for service in ("submitter", "monitor"):
                 if service in self.__dict__:
                     self.__dict__[service].profile = self._profile

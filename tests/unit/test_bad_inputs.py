@@ -17,9 +17,7 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +27,7 @@ import pytest
 from tao_slurm_tui.cli import main
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.services.store import JobStore
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests import fakesshd
 
 # ----------------------------------------------------------------------------------- fake cluster
 
@@ -55,23 +52,8 @@ esac""",
 def fake_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A running :mod:`tests.fakesshd`; yields its state dir."""
     state = tmp_path_factory.mktemp("fakesshd")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakesshd", str(state)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not (state / "port").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                pytest.fail(f"fake sshd did not start: {err}")
-            time.sleep(0.05)
+    with fakesshd.running(state):
         yield state
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 # ----------------------------------------------------------------------------------- rows

@@ -19,7 +19,7 @@ from tao_slurm_tui.config import (
     save_settings,
     state_db_path,
 )
-from tao_slurm_tui.core.profile import Profile, apply_env
+from tao_slurm_tui.core.profile import LOGIN_FIELDS, Profile, apply_env
 from tao_slurm_tui.errors import ConfigError
 
 GOOD = """
@@ -339,3 +339,32 @@ def test_edits_in_any_layout_read_back_as_saved(tmp_path: Path, text: str) -> No
     cfg.upsert_profile("a", Profile(user="v", hostnames=["h2"], port=2222))
     cfg.upsert_profile("b", Profile(user="w", hostnames=["x"]), make_default=True)
     assert load_settings(path) == cfg.settings
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("user", "bob"),
+        ("hostnames", ["login2"]),
+        ("port", 2200),
+        ("ssh_key_path", "/keys/other"),
+        ("known_hosts", "/keys/known_hosts"),
+        ("use_ssh_config", False),
+        ("connect_timeout", 3.0),
+    ],
+)
+def test_a_new_login_setting_is_another_login(field: str, value: object) -> None:
+    """What a saved profile must re-dial for (the set-up screen's save)."""
+    base = Profile(user="alice", hostnames=["login1"], partition="polar")
+    assert field in LOGIN_FIELDS
+    assert not base.logs_in_as(base.model_copy(update={field: value}))
+
+
+def test_job_settings_are_the_same_login() -> None:
+    """A new partition, account or results dir keeps the open connection."""
+    base = Profile(user="alice", hostnames=["login1"], partition="polar")
+    edited = base.model_copy(
+        update={"partition": "batch", "account": "tao", "base_results_dir": "/r", "time_hours": 2}
+    )
+    assert base.logs_in_as(edited)
+    assert base.logs_in_as(base)
