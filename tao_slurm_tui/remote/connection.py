@@ -530,14 +530,8 @@ class Connection:
         self._generation += 1
         self.host = _remembered_host(profile)
         self._last_error = None
-        if self._shell is not None:
-            self._shell.close()
-        self._shell = self._shell_refused = None
-        # Forgotten before it closes, so its connection_lost starts no reconnect; commands still
-        # running on it see a drop and run again on the new connection (see run()).
-        conn, self._conn, self._client = self._conn, None, None
-        if conn is not None:
-            conn.close()
+        # Commands still running on it see a drop and run again on the new one (see run()).
+        self._let_go()
         self._set_state(ConnectionState.DISCONNECTED, "login settings changed; not connected yet")
         return True
 
@@ -569,9 +563,7 @@ class Connection:
                 return
             # use_profile() changed the login settings while this dial ran: it went to the old
             # place, so it is dropped and the new settings are dialled.
-            conn, self._conn, self._client = self._conn, None, None
-            if conn is not None:
-                conn.close()
+            self._let_go()
 
     async def _dial(self) -> None:
         """One pass over the login hosts; on success make it the current connection."""
@@ -1040,6 +1032,17 @@ class Connection:
 
     # ------------------------------------------------------------------ close
 
+    def _let_go(self) -> asyncssh.SSHClientConnection | None:
+        """Close the current connection and its shell, forgotten first so that its
+        ``connection_lost`` starts no reconnect; returns it (to wait for) or None."""
+        if self._shell is not None:
+            self._shell.close()
+        self._shell = self._shell_refused = None
+        conn, self._conn, self._client = self._conn, None, None
+        if conn is not None:
+            conn.close()
+        return conn
+
     async def close(self) -> None:
         """Close the connection (no reconnect follows); state becomes ``DISCONNECTED``."""
         self._closing = True
@@ -1050,12 +1053,8 @@ class Connection:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._reconnect_task = None
-        if self._shell is not None:
-            self._shell.close()
-        self._shell = self._shell_refused = None
-        conn, self._conn, self._client = self._conn, None, None
+        conn = self._let_go()
         if conn is not None:
-            conn.close()
             with contextlib.suppress(OSError, asyncssh.Error):
                 await conn.wait_closed()
         self._set_state(ConnectionState.DISCONNECTED, "disconnected")
