@@ -7,10 +7,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer
 
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.capacity_view import CapacityView
 
@@ -49,7 +49,7 @@ class CapacityScreen(Screen[None]):
         """Header, the capacity view, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, "capacity")
         yield CapacityView(id="capacity")
-        yield Footer()
+        yield AppFooter()
 
     def on_screen_resume(self) -> None:
         """Visible: refresh now and keep refreshing."""

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Input, Label, Switch, TextArea
+from textual.widgets import Button, Input, Label, Switch, TextArea
 
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.spec import parse_spec_table, read_spec_text, too_deep, validate_spec
@@ -23,6 +23,7 @@ from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.services.backend import SubmitStage
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.sbatch_preview import SbatchPreview
 from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm, in_words
@@ -144,7 +145,7 @@ class ComposerScreen(Screen[str | None]):
                     yield Button("Submit", id="submit", variant="primary", compact=True)
                     yield Button("Load…", id="load", compact=True)
                     yield Button("Save…", id="save", compact=True)
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         """Fill the form, validate, preview; fetch the partitions' MaxTime."""

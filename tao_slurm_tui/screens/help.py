@@ -8,10 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.help_tables import binding_tables
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 
 
@@ -44,7 +45,7 @@ class HelpScreen(Screen[None]):
                 for row in rows:
                     table.add_row(Text(row.keys), Text(row.description), Text(row.binding_id))
                 yield Static(table, classes="key-table")
-        yield Footer()
+        yield AppFooter()
 
     def action_close(self) -> None:
         """Back to where help was opened."""

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from tao_slurm_tui.core.accounting import (
     HistoryEntry,
@@ -29,6 +29,7 @@ from tao_slurm_tui.core.accounting import (
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.slurm import format_duration
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.usage import usage_lines
 
@@ -154,7 +155,7 @@ class HistoryScreen(Screen[None]):
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="history-detail-box"):
             yield Static(id="history-detail")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         """Columns, then the first page."""

@@ -11,11 +11,12 @@ from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Log, Static
 
 from tao_slurm_tui.core.accounting import HistoryEntry
 from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 
 
@@ -46,7 +47,7 @@ class JobOutputScreen(Screen[None]):
         yield AppHeader(self.ctx.backend, self.ctx.clock, f"output of {self.entry.job_id}")
         yield Static("looking for the output…", id="output-where")
         yield Log(max_lines=self.max_lines, id="output-log", auto_scroll=True)
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         """Fetch the output."""

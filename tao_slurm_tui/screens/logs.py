@@ -6,10 +6,11 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Input, TabbedContent, TabPane
 
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.backend import LogStreamName
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.log_pane import LogPane
 
@@ -56,7 +57,7 @@ class LogsScreen(Screen[None]):
             for stream in STREAMS:
                 with TabPane(f"main.{stream}", id=f"tab-{stream}"):
                     yield LogPane(stream, self.max_lines, id=f"pane-{stream}")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         """Start one follower per stream."""

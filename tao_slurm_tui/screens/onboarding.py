@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Collapsible, Footer, Input, Label, Select
+from textual.widgets import Button, Collapsible, Input, Label, Select
 
 from tao_slurm_tui.core.preflight import CheckResult, CheckStatus
 from tao_slurm_tui.core.profile import NAME_RE, REGISTRY_HOST_RE, Profile
@@ -23,6 +23,7 @@ from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.credentials import CredentialsModal
 from tao_slurm_tui.screens.trust_host import TrustHostModal
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.check_row import CheckRow
 
@@ -153,7 +154,7 @@ class OnboardingScreen(Screen[None]):
                     yield Label("", id="doctor-status")
                     yield Button("Run checks", id="run")
                 yield VerticalScroll(id="checks")
-        yield Footer()
+        yield AppFooter()
 
     @on(Select.Changed, "#p-ssh-host")
     def _ssh_host_chosen(self, event: Select.Changed) -> None:

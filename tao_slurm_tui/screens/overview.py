@@ -12,12 +12,13 @@ from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from tao_slurm_tui.core.capacity_report import type_label
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.overview import ClusterSummary, Overview
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -97,7 +98,7 @@ class OverviewScreen(Screen[str | None]):
         )
         yield DataTable(id="clusters", cursor_type="row", zebra_stripes=True)
         yield Static("", id="overview-detail")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         """A row per profile at once ('connecting…'), then one refresh each."""

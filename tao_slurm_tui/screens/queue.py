@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.notifications import Notification, Notify
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input
+from textual.widgets import DataTable, Input
 
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
@@ -23,6 +23,7 @@ from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
 from tao_slurm_tui.services.backend import Transition, transitions
+from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.job_detail import JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, job_plain_cells
@@ -112,7 +113,7 @@ class QueueScreen(Screen[None]):
         yield JobTable(id="jobs")
         with VerticalScroll(id="detail-box"):
             yield JobDetail(id="detail")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         """Show what the store has at once; the first poll follows on resume.
