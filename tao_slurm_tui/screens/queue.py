@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
+from rich.text import Text
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.notifications import Notification, Notify
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Static
 
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
@@ -40,6 +42,21 @@ _SEVERITY = {
     "canceled": "warning",
     "retried": "warning",
 }
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+def notice_text(warning: str, next_poll: float) -> str:
+    """The queue's one-line notice for a poll that SLURM answered only in part (``squeue
+    failed: ...``, sacct printing lines that are no job rows): what is wrong first (a narrow
+    terminal cuts the end), then when it is tried again. Control characters (a remote banner's
+    escape sequences) become spaces."""
+    what = " ".join(_CONTROL.sub(" ", warning).split()).rstrip(".")
+    return (
+        f"⚠ Not fully refreshed: {what}. Rows may be out of date; "
+        f"next poll in {next_poll:.0f} s (r: now)."
+    )
 
 
 def matches_filter(job: JobRecord, text: str) -> bool:
@@ -110,6 +127,7 @@ class QueueScreen(Screen[None]):
         """Header, filter, table, detail, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, "queue")
         yield Input(placeholder="filter: words matching any column", id="filter", compact=True)
+        yield Static(id="poll-notice", markup=False)
         yield JobTable(id="jobs")
         with VerticalScroll(id="detail-box"):
             yield JobDetail(id="detail")
@@ -185,14 +203,27 @@ class QueueScreen(Screen[None]):
             self.polled_ok = True
             self._clear_toast()
             self._apply(jobs)
+            self._show_notice()
             # The screen is up to date; if the poll asked sacct in the background (jobs that
             # ended), poll again as soon as its answer is in rather than a whole interval later.
             # (Once: the interval and the back-off stay as they are.)
             soon = await self.ctx.backend.followup()
+            self._show_notice()  # what the follow-up could not read, if anything
         finally:
             self.query_one(AppHeader).refresh()
             if rearm:
                 self._arm(0.05 if soon else self._delay)
+
+    def _show_notice(self) -> None:
+        """Show what the last poll could not read in the notice line above the table (it stays
+        while the condition lasts); hide the line once a poll is complete again."""
+        warning = self.ctx.backend.poll_warning
+        notice = self.query_one("#poll-notice", Static)
+        notice.set_class(bool(warning), "-visible")
+        if warning:
+            text = notice_text(warning, self._delay)
+            notice.update(Text(text))
+            notice.tooltip = text  # the whole sentence, where the line is cut short
 
     def _show_toast(self, message: str, title: str) -> None:
         """Show the failure toast, replacing the previous one (one toast, not a stack)."""

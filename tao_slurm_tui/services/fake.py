@@ -336,6 +336,12 @@ class FakeBackend:
         """When set, :meth:`submit` fails with this message at the sbatch stage."""
         self.refresh_count = 0
         """How many refreshes ran."""
+        self.tick_warning = ""
+        """What each :meth:`refresh` reports it could not read (``squeue failed: ...``); '' when
+        the ticks are complete (test hook, as the cluster back end's partial failures)."""
+        self.followup_warning = ""
+        """What each :meth:`followup` reports it could not read (sacct answered garbage)."""
+        self._poll_warning = ""
         self.installed_credentials = 0
         """How many times credentials were installed (the key itself is never kept)."""
         self.trusted_hosts: list[str] = []
@@ -391,8 +397,8 @@ class FakeBackend:
 
     @property
     def poll_warning(self) -> str:
-        """The fake's polls are always complete."""
-        return ""
+        """What the last refresh (and its follow-up) could not read ('' when complete)."""
+        return self._poll_warning
 
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Register a connection-state listener."""
@@ -407,7 +413,8 @@ class FakeBackend:
 
     # ---------------------------------------------------------------- jobs
     async def followup(self) -> bool:
-        """The fake answers everything in :meth:`refresh`: never a follow-up."""
+        """The fake answers everything in :meth:`refresh`: never news, perhaps a warning."""
+        self._poll_warning = self._poll_warning or self.followup_warning
         return False
 
     async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
@@ -419,6 +426,7 @@ class FakeBackend:
         if self._state != "connected":
             self.set_state("connected")
         self.refresh_count += 1
+        self._poll_warning = self.tick_warning
         job = self._jobs.get("dino-train-1")
         if job is not None and not job.status.terminal and job.progress.epoch is not None:
             job = copy.deepcopy(job)

@@ -311,6 +311,7 @@ class Monitor:
         result = TickResult(jobs=every)
         if not jobs:
             self._seen.clear()  # (what the next merge compares against: active jobs only)
+            self._followup_error = ""  # (no job left that sacct could be asked about)
             return result
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
         status_paths = {
@@ -335,7 +336,7 @@ class Monitor:
             detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
             result.warning = f"squeue failed: {detail[0]}"
         # Lines that are no job rows (a banner on stdout, a wrapper): the rows they hid are unknown.
-        result.warning = result.warning or output.error or self._followup_error
+        result.warning = result.warning or output.error
         # What earlier follow-ups learnt from sacct, for the ids of this tick only.
         output.sacct_rows = {
             sid: rows for sid in ids.values() if (rows := self._accounting.get(sid)) is not None
@@ -372,6 +373,12 @@ class Monitor:
         if self._needed:
             result.accounting = sorted(self._needed)
             self._start_followup(result.accounting)
+        elif self._followup is None or self._followup.done():
+            # Nothing is asked of sacct any more (the jobs it failed about are listed again or
+            # ended): its last failure says nothing about these rows, and a screen showing it
+            # would show it forever.
+            self._followup_error = ""
+        result.warning = result.warning or self._followup_error
         pending = [
             w for w in work.values() if w.need_status or w.need_logs or w.need_requeue_reason
         ]

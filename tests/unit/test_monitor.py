@@ -442,3 +442,25 @@ async def test_another_writer_makes_the_monitor_read_only_the_rows_it_wrote(
     other.close()
     result = await monitor.tick()
     assert "old3" not in {j.id for j in result.jobs} and full_reads == ["list"]
+
+
+async def test_a_follow_up_warning_lasts_while_sacct_is_needed_and_no_longer(
+    store: JobStore,
+) -> None:
+    """sacct answering garbage is the tick's warning (what a screen shows) until nothing needs
+    sacct any more: then it goes, not stays on screen for ever."""
+    cluster, monitor = queued(store, 2)
+    await monitor.tick()
+    del cluster.squeue["101"]  # squeue forgets j1 for a while: sacct is asked about it
+    cluster.sacct["101"] = ["Welcome to polar! Maintenance on Friday."]
+    result = await monitor.tick()
+    assert result.accounting == ["101"] and result.warning == ""
+    await monitor.wait_followup()
+    assert "not a job row" in monitor.followup_warning
+    result = await monitor.tick()  # still needed, still garbage: still said
+    assert "not a job row" in result.warning
+    await monitor.wait_followup()
+    cluster.squeue["101"] = sq("101", "RUNNING", nodes="vm")  # listed again: sacct not needed
+    result = await monitor.tick()
+    assert result.accounting == [] and result.warning == ""
+    assert (await monitor.tick()).warning == ""

@@ -1,0 +1,128 @@
+"""Pilot tests of the queue's notice line: what a poll could not read is shown while it lasts.
+
+The cluster back end reports a partial failure of a tick (``squeue failed: ...``, lines that are
+no job rows) or of its background sacct follow-up as ``poll_warning``; the CLI ``status`` prints
+it, and the queue screen shows it in one line above the table until a poll is complete again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from tao_slurm_tui.screens.queue import QueueScreen
+from tao_slurm_tui.services.fake import FakeBackend
+from tests.tui.conftest import build_app
+from tests.tui.waits import settle, shown, wait_for
+
+BIG = (160, 45)
+SMALL = (80, 24)
+
+SQUEUE_DOWN = (
+    "squeue failed: slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+)
+SACCT_GARBAGE = "squeue/sacct printed a line that is not a job row ('Welcome to \\x1b[1mpolar')"
+"""As the monitor words sacct answering garbage (a banner with an escape sequence)."""
+
+
+async def _queue(pilot: Any) -> QueueScreen:
+    screen: QueueScreen = await shown(pilot, QueueScreen)
+    await wait_for(pilot, lambda: screen.polled_ok or screen.failures, "the first poll")
+    await settle(pilot)
+    return screen
+
+
+def _notice(screen: QueueScreen) -> Static:
+    return screen.query_one("#poll-notice", Static)
+
+
+def _shown_text(screen: QueueScreen) -> str:
+    """What the notice line shows on screen (the rendered row, cut to the terminal's width)."""
+    notice = _notice(screen)
+    if not notice.display or notice.region.height == 0:
+        return ""
+    strip = screen.app.screen._compositor.render_strips()[notice.region.y]
+    return "".join(segment.text for segment in strip)
+
+
+@pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x45", "80x24"])
+@pytest.mark.parametrize(
+    ("hook", "warning", "words"),
+    [
+        ("tick_warning", SQUEUE_DOWN, "squeue failed"),
+        ("followup_warning", SACCT_GARBAGE, "not a job row"),
+        ("tick_warning", "sacct failed: Connection lost", "sacct failed"),
+    ],
+    ids=["squeue-failed", "sacct-garbage", "sacct-failed"],
+)
+async def test_a_partial_poll_shows_one_notice_line_until_a_poll_is_complete(
+    fake: FakeBackend, size: tuple[int, int], hook: str, warning: str, words: str
+) -> None:
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        assert not _notice(screen).display and _shown_text(screen) == ""
+        setattr(fake, hook, warning)
+        await screen.poll(manual=True).wait()
+        await wait_for(pilot, lambda: words in _shown_text(screen), "the notice")
+        line = _shown_text(screen)
+        assert line.strip().startswith("⚠ Not fully refreshed:")
+        assert len(line.rstrip()) <= size[0]  # one line, cut with an ellipsis if need be
+        assert "\x1b" not in line and "Traceback" not in line
+        assert _notice(screen).region.height == 1
+        assert screen.polled_ok and screen.failures == 0  # the rows were refreshed: no toast
+        assert not [n for n in app._notifications if n.severity == "error"]
+        table_top = screen.table.region.y
+        # Still there on the next poll while the condition lasts (not a toast that fades).
+        await screen.poll(manual=True).wait()
+        await settle(pilot)
+        assert words in _shown_text(screen)
+        assert screen.table.region.y == table_top
+        # A complete poll takes it down and gives the line back to the table.
+        setattr(fake, hook, "")
+        await screen.poll(manual=True).wait()
+        await wait_for(pilot, lambda: not _notice(screen).display, "the notice to go")
+        await settle(pilot)
+        assert _shown_text(screen) == ""
+        assert screen.table.region.y == table_top - 1
+
+
+async def test_the_notice_says_when_the_next_poll_is_and_keeps_the_whole_sentence(
+    fake: FakeBackend,
+) -> None:
+    fake.followup_warning = SACCT_GARBAGE
+    app = build_app(fake)
+    app.ctx.settings.poll_interval = 30
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await _queue(pilot)
+        await wait_for(pilot, lambda: _notice(screen).display, "the notice")
+        tooltip = str(_notice(screen).tooltip)
+        assert "not a job row" in tooltip and "next poll in 30 s (r: now)" in tooltip
+        assert "\x1b" not in tooltip  # a remote escape sequence is not replayed to the terminal
+        assert _shown_text(screen).rstrip().endswith("…")  # 80 columns: cut, not wrapped
+
+
+async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
+    fake: FakeBackend,
+) -> None:
+    """The cluster unreachable: the error toast (as before); the notice of the last answer
+    stays (it is still what is known about the rows)."""
+    fake.tick_warning = SQUEUE_DOWN
+    app = build_app(fake)
+    async with app.run_test(size=BIG) as pilot:
+        screen = await _queue(pilot)
+        await wait_for(pilot, lambda: "squeue failed" in _shown_text(screen), "the notice")
+        fake.refresh_error = "Cannot reach login1.example.org; check the network."
+        await screen.poll(manual=True).wait()
+        await wait_for(
+            pilot,
+            lambda: any(n.severity == "error" for n in app._notifications),
+            "the failure toast",
+        )
+        assert "squeue failed" in _shown_text(screen)
+        fake.refresh_error = None
+        fake.tick_warning = ""
+        await screen.poll(manual=True).wait()
+        await wait_for(pilot, lambda: not _notice(screen).display, "the notice to go")
