@@ -5,8 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
+from tao_slurm_tui.core.slurm import explain_reason
+
+STEP_FIELDS = (
+    "command",
+    "num_nodes",
+    "num_gpus",
+    "cpus_per_task",
+    "time_hours",
+    "timeout_hours",
+    "partition",
+    "specs",
+)
+"""The job-spec fields a ``[[then]]`` step may set (besides ``action`` and ``env``)."""
 
 
 @dataclass(frozen=True)
@@ -80,3 +94,58 @@ def group(jobs: Sequence[JobRecord]) -> list[JobRecord | Pipeline]:
             ordered = sorted(steps[job.pipeline_id], key=lambda j: j.pipeline_step)
             out.append(Pipeline(job.pipeline_id, tuple(ordered)))
     return out
+
+
+def step_words(pipeline: Pipeline, step: JobRecord) -> str:
+    """What ``step`` of ``pipeline`` is doing, in a researcher's words: ``done``, ``running``,
+    ``waiting for step 1 to finish``, ``will never start: step 1 did not complete``, ..."""
+    index = pipeline.steps.index(step)
+    status = step.status
+    if status is TaoStatus.COMPLETE:
+        return "done"
+    if status is TaoStatus.RUNNING:
+        return "running"
+    if status is TaoStatus.PAUSED:
+        return "paused (suspended by SLURM)"
+    if status is TaoStatus.ERROR:
+        return "failed"
+    if status is TaoStatus.CANCELED:
+        return "canceled"
+    reason = step.reason.strip("()")
+    if reason.startswith("DependencyNeverSatisfied"):
+        return f"will never start: step {index} did not complete"
+    if reason.startswith("Dependency") and index:
+        return f"waiting for step {index} to finish"
+    if not step.submitted:
+        return "not submitted yet"
+    return f"queued: {explain_reason(reason)}" if reason else "queued"
+
+
+def pipeline_spec(steps: Sequence[JobRecord]) -> dict[str, Any]:
+    """The spec of a whole pipeline again (its first step's spec with a ``then`` table for
+    every later step), from the steps' stored specs in step order: what a clone submits.
+
+    A later step's table holds only what differs from the first step (``env``: the variables
+    it adds or changes), as one would write it by hand.
+    """
+    ordered = sorted(steps, key=lambda job: job.pipeline_step)
+    parent = {key: value for key, value in ordered[0].spec.items() if key != "then"}
+    base_env = dict(parent.get("env") or {})
+    then: list[dict[str, Any]] = []
+    for step in ordered[1:]:
+        table: dict[str, Any] = {"action": step_label(step)}
+        for key in STEP_FIELDS:
+            value = step.spec.get(key)
+            if value is not None and (key == "command" or value != parent.get(key)):
+                table[key] = value
+        env = {
+            key: value
+            for key, value in dict(step.spec.get("env") or {}).items()
+            if base_env.get(key) != value
+        }
+        if env:
+            table["env"] = env
+        then.append(table)
+    if then:
+        parent["then"] = then
+    return parent

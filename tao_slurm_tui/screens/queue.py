@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Input, Static
 
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.pipelines import Pipeline
+from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
@@ -282,6 +282,10 @@ class QueueScreen(Screen[None]):
         )
         return Pipeline(pipeline_id, tuple(steps)) if steps else None
 
+    def _pipeline_of(self, job: JobRecord | None) -> Pipeline | None:
+        """The pipeline ``job`` is a step of, for the details pane (None for a single job)."""
+        return self._pipeline(job.pipeline_id) if job is not None else None
+
     def _apply(self, jobs: list[JobRecord], *, announce: bool = True) -> None:
         events = transitions(self.all_jobs, jobs) if announce else []
         self.all_jobs = {job.id: job for job in jobs}
@@ -324,7 +328,7 @@ class QueueScreen(Screen[None]):
         job = self._row_job(self.table.cursor_job_id)
         job_id = job.id if job else None
         moved = job_id != self.detail.job_id
-        self.detail.show(job, self.usage.get(job_id or ""))
+        self.detail.show(job, self.usage.get(job_id or ""), self._pipeline_of(job))
         if moved and job_id is not None:
             self.load_detail(job_id)  # the row under the cursor changed without a highlight
 
@@ -335,7 +339,7 @@ class QueueScreen(Screen[None]):
         job = self._row_job(self.table.cursor_job_id)
         if job is not None:
             if self.detail.job_id != job.id:
-                self.detail.show(job, self.usage.get(job.id))
+                self.detail.show(job, self.usage.get(job.id), self._pipeline_of(job))
             self.load_detail(job.id)
 
     @work(exclusive=True, group="detail", exit_on_error=False)
@@ -351,7 +355,7 @@ class QueueScreen(Screen[None]):
                 self.notify(f"No usage figures for {job_id}: {error}", severity="warning")
         shown = self._row_job(self.table.cursor_job_id)
         if shown is not None and shown.id == job_id:
-            self.detail.show(job, self.usage.get(job_id))
+            self.detail.show(job, self.usage.get(job_id), self._pipeline_of(job))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter opens the logs (on a pipeline's row: expands or collapses it)."""
@@ -429,16 +433,41 @@ class QueueScreen(Screen[None]):
             self.app.push_screen(LogsScreen(self.ctx, job.id))
 
     def action_clone(self) -> None:
-        """Open the composer with a copy of the selected job's spec under a new name."""
+        """Open the composer with a copy of the selected job's spec under a new name.
+
+        A pipeline's step (or its row) clones the whole pipeline, every step in order in the
+        composer's follow-up actions: a later step works on the results of the one before it
+        (``TAO_PREVIOUS_RESULTS_DIR``), so a step alone would not run as it did. Removing
+        actions in the composer runs fewer.
+        """
         job = self._selected()
         if job is None:
             return
-        spec = dict(job.spec)
-        base, n = job.id, 2
-        while f"{base}-{n}" in self.all_jobs:
+        pipeline = self._pipeline(job.pipeline_id)
+        if pipeline is not None and len(pipeline.steps) > 1:
+            spec = pipeline_spec(pipeline.steps)
+            base = pipeline.pipeline_id
+        else:
+            pipeline = None
+            spec = {key: value for key, value in job.spec.items() if key != "then"}
+            base = job.id
+        actions = [str(step["action"]) for step in spec.get("then", [])]
+        n = 2
+        while any(
+            name in self.all_jobs
+            for name in (f"{base}-{n}", *(f"{base}-{n}-{action}" for action in actions))
+        ):
             n += 1
         spec["name"] = f"{base}-{n}"[:64]
         self.app.push_screen(ComposerScreen(self.ctx, spec))
+        if pipeline is not None:
+            self.notify(
+                f"Cloned the whole pipeline {pipeline.pipeline_id} ({len(pipeline.steps)} steps: "
+                f"{', '.join(step_label(step) for step in pipeline.steps)}): a step works on the "
+                "results of the one before it. Remove follow-up actions to run fewer.",
+                title="Clone pipeline",
+                timeout=8,
+            )
 
     def action_cancel_job(self) -> None:
         """Cancel the selected job after confirmation."""

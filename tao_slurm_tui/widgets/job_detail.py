@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.pipelines import Pipeline, step_label, step_words
 from tao_slurm_tui.core.slurm import explain_reason
 from tao_slurm_tui.widgets.usage import usage_lines
 
@@ -23,9 +24,37 @@ def job_paths(job: JobRecord) -> dict[str, str]:
     return paths
 
 
-def render_detail(job: JobRecord, usage: Usage | None = None) -> RenderableType:
+def pipeline_summary(job: JobRecord, pipeline: Pipeline) -> list[RenderableType]:
+    """The pipeline ``job`` is a step of: its id and state, then each step with what it is
+    doing in words, the shown job marked."""
+    ids = [step.id for step in pipeline.steps]
+    this = ids.index(job.id) if job.id in ids else -1
+    head = Text(no_wrap=True, overflow="ellipsis")
+    head.append(f"Pipeline {pipeline.pipeline_id}  ", style="bold")
+    head.append(f"{pipeline.summary} · this job is step {this + 1} of {len(pipeline.steps)}")
+    # No column of blanks in front (SVG renderers drop a line's leading spaces): the step shown
+    # is marked at the end of its line, and bold.
+    table = Table(box=None, pad_edge=False, expand=False, show_header=False)
+    table.add_column("step", no_wrap=True)
+    table.add_column("action", no_wrap=True)
+    table.add_column("state", no_wrap=True, overflow="ellipsis")
+    for index, step in enumerate(pipeline.steps):
+        mine = index == this
+        table.add_row(
+            f"{index + 1}.",
+            step_label(step),
+            step_words(pipeline, step) + ("  ◂ this job" if mine else ""),
+            style="bold" if mine else None,
+        )
+    return [head, table]
+
+
+def render_detail(
+    job: JobRecord, usage: Usage | None = None, pipeline: Pipeline | None = None
+) -> RenderableType:
     """A renderable describing ``job`` (plain text only; no markup is parsed), with what it
-    used once it finished (``usage``, from accounting)."""
+    used once it finished (``usage``, from accounting) and, for a pipeline's step, the
+    pipeline's steps and where each one is (``pipeline``)."""
     head = Text(no_wrap=True, overflow="ellipsis")
     # Spaces end the styled piece instead of starting the next: SVG renderers (rsvg, used for
     # the screenshots) drop leading spaces of a <text>, gluing "job-idRunning" together.
@@ -48,6 +77,8 @@ def render_detail(job: JobRecord, usage: Usage | None = None) -> RenderableType:
         if progress.kpi:
             line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
         parts.append(Text(line))
+    if pipeline is not None and len(pipeline.steps) > 1:
+        parts.extend(pipeline_summary(job, pipeline))
     if usage is not None:
         parts.extend(usage_lines(usage))
     for label, path in job_paths(job).items():
@@ -92,18 +123,21 @@ class JobDetail(Static):
 
     job_id: str | None = None
     """Id of the job shown (None: the hint)."""
-    _shown: tuple[JobRecord | None, Usage | None] | bool = False
-    """What is displayed, with its usage (False: nothing yet)."""
+    _shown: tuple[JobRecord | None, Usage | None, Pipeline | None] | bool = False
+    """What is displayed, with its usage and pipeline (False: nothing yet)."""
 
-    def show(self, job: JobRecord | None, usage: Usage | None = None) -> None:
-        """Display ``job`` with its ``usage`` if known (or a hint when nothing is selected); the
-        same again is a no-op (a quiet poll must not re-render and re-lay-out the pane)."""
+    def show(
+        self, job: JobRecord | None, usage: Usage | None = None, pipeline: Pipeline | None = None
+    ) -> None:
+        """Display ``job`` with its ``usage`` if known and the ``pipeline`` it is a step of (or
+        a hint when nothing is selected); the same again is a no-op (a quiet poll must not
+        re-render and re-lay-out the pane)."""
         self.job_id = job.id if job is not None else None
-        shown = (job, usage)
+        shown = (job, usage, pipeline)
         if self._shown is not False and self._shown == shown:
             return
         self._shown = shown
         if job is None:
             self.update(Text("No job selected. Press n to compose one.", style="italic"))
         else:
-            self.update(render_detail(job, usage))
+            self.update(render_detail(job, usage, pipeline))

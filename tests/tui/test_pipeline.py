@@ -202,6 +202,117 @@ async def test_a_loaded_pipeline_fills_the_editor(tmp_path: Any) -> None:
         assert screen.current_spec()["then"][0]["env"] == {"SPLIT": "val"}  # kept as loaded
 
 
+def detail_text(screen: QueueScreen) -> str:
+    """The details pane's lines as shown (the pane's region of the screen), each with its runs
+    of spaces made one."""
+    box = screen.query_one("#detail-box").region
+    strips = screen.app.screen._compositor.render_strips()
+    lines = ["".join(seg.text for seg in strips[y]) for y in range(box.y, box.bottom)]
+    return "\n".join(" ".join(line.split()) for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("key", "this", "lines"),
+    [
+        ("rtdetr", "1. rtdetr done", ["2. evaluate running"]),
+        (
+            "rtdetr-evaluate",
+            "2. evaluate running",
+            ["3. export waiting for step 2 to finish"],
+        ),
+        (
+            "rtdetr-export",
+            "3. export waiting for step 2 to finish",
+            ["1. rtdetr done"],
+        ),
+    ],
+)
+async def test_a_steps_details_show_the_pipeline_and_where_each_step_is(
+    key: str, this: str, lines: list[str]
+) -> None:
+    app = pipeline_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await queue(pilot)
+        await cursor_to(pilot, screen, key)
+        await wait_for(pilot, lambda: "Pipeline rtdetr" in detail_text(screen), "the summary")
+        text = detail_text(screen)
+        assert "Pipeline rtdetr step 2/3 evaluate running" in text
+        number = STEPS.index(key) + 1
+        assert f"this job is step {number} of 3" in text
+        assert f"{this} ◂ this job" in text
+        for line in lines:
+            assert line in text and f"{line} ◂" not in text
+
+
+async def test_the_summary_says_in_words_when_a_step_will_never_start() -> None:
+    """A step SLURM keeps pending with DependencyNeverSatisfied (the monitor has not cancelled
+    it yet), a failed one before it, a single job without a summary."""
+    jobs = seed_pipeline()
+    by_id = {job.id: job for job in jobs}
+    by_id["rtdetr-evaluate"].status = TaoStatus.ERROR
+    by_id["rtdetr-evaluate"].slurm_state = "FAILED"
+    by_id["rtdetr-export"].attempts[-1].reason = "DependencyNeverSatisfied"
+    app = build_app(FakeBackend(clock=frozen, jobs=[*jobs, *seed_jobs()]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await queue(pilot)
+        await cursor_to(pilot, screen, "rtdetr-export")
+        await wait_for(pilot, lambda: "Pipeline rtdetr" in detail_text(screen), "the summary")
+        text = detail_text(screen)
+        assert "2. evaluate failed" in text
+        assert "3. export will never start: step 2 did not complete ◂ this job" in text
+        summary = text.split("Pipeline rtdetr")[1].split("results:")[0]
+        assert "DependencyNeverSatisfied" not in summary  # words, not SLURM's reason
+        await cursor_to(pilot, screen, "dino-train-1")
+        await wait_for(pilot, lambda: "dino-train-1" in detail_text(screen), "a single job")
+        assert "Pipeline" not in detail_text(screen)
+
+
+@pytest.mark.parametrize("key", ["rtdetr-export", "pipeline:rtdetr", "rtdetr"])
+async def test_clone_of_a_pipelines_step_clones_the_whole_pipeline(key: str) -> None:
+    app = pipeline_app()
+    notes = record_notifications(app)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await queue(pilot)
+        await cursor_to(pilot, screen, key)
+        await pilot.press("e")
+        composer = await shown(pilot, ComposerScreen)
+        await settle(pilot)
+        spec = composer.current_spec()
+        assert spec["name"] == "rtdetr-2"  # the pipeline's name, not the step's
+        assert spec["command"] == "dino train -e /specs/rtdetr.yaml"  # the first step's own
+        assert spec["num_gpus"] == 4
+        then = spec["then"]
+        assert [step["action"] for step in then] == ["evaluate", "export"]
+        assert then[0]["command"] == "rtdetr evaluate -e /specs/eval.yaml"
+        assert then[1]["command"] == "rtdetr export -e /specs/export.yaml"
+        assert then[0]["num_gpus"] == 1 and then[0]["time_hours"] == 0.5
+        editor = composer.query_one(StepsEditor)
+        assert len(editor.rows) == 2  # every step in the composer's steps editor, in order
+        await wait_for(
+            pilot, lambda: composer.preview.text.count("#!/bin/bash") == 3, "three scripts"
+        )
+        assert not composer.errors
+        assert any(
+            "whole pipeline rtdetr (3 steps: rtdetr, evaluate, export)" in n.message for n in notes
+        )
+
+
+async def test_clone_of_a_pipeline_picks_a_name_free_for_every_step() -> None:
+    jobs = seed_pipeline()
+    taken = next(job for job in seed_pipeline() if job.id == "rtdetr-evaluate")
+    taken.id = "rtdetr-2-evaluate"  # a clone's step exists already: rtdetr-2 is not free
+    taken.pipeline_id = "rtdetr-2"
+    taken.pipeline_step = 1
+    app = build_app(FakeBackend(clock=frozen, jobs=[*jobs, taken, *seed_jobs()]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await queue(pilot)
+        await cursor_to(pilot, screen, "rtdetr")
+        await pilot.press("e")
+        composer = await shown(pilot, ComposerScreen)
+        await settle(pilot)
+        assert composer.current_spec()["name"] == "rtdetr-3"
+
+
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
 
 
