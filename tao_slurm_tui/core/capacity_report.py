@@ -585,3 +585,24 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
         notes=notes,
         gpus_free=free,
     )
+
+
+def gpu_type_problem(report: CapacityReport, partitions: list[str], gpu_type: str) -> str:
+    """Why no node of ``partitions`` (empty: every partition) could give GPUs of ``gpu_type``,
+    in one sentence; '' when one could, when no type is asked for, or when the report does not
+    know the partitions (nothing to say then)."""
+    if not gpu_type:
+        return ""
+    known = [p for p in report.partitions if not partitions or p.name in partitions]
+    if not known:
+        return ""
+    kinds = sorted({t.kind for p in known for t in p.gpu_types if t.kind and t.total})
+    if gpu_type in kinds:
+        return ""
+    where = (
+        f"partition {known[0].name!r}"
+        if len(known) == 1
+        else f"partitions {', '.join(repr(p.name) for p in known)}"
+    )
+    has = f"it has {', '.join(kinds)}" if kinds else "its GPUs have no type"
+    return f"No node of {where} has GPU type {gpu_type!r} ({has}); leave it empty for any type."

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Switch, TextArea
 
+from tao_slurm_tui.core.capacity_report import gpu_type_problem
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.spec import parse_spec_table, read_spec_text, too_deep, validate_spec
 from tao_slurm_tui.errors import BadInput, TaoError
@@ -40,6 +41,7 @@ ESTIMATE_FIELDS = (
     "partition",
     "num_nodes",
     "num_gpus",
+    "gpu_type",
     "cpus_per_task",
     "time_hours",
     "account",
@@ -232,6 +234,7 @@ class ComposerScreen(Screen[str | None]):
             return
         if key == self._estimated:
             self.estimate.show_estimate(result)
+        self._validate()  # the capacity fetched alongside knows the partitions' GPU types
 
     def current_spec(self) -> dict[str, Any]:
         """The spec as typed now."""
@@ -243,6 +246,13 @@ class ComposerScreen(Screen[str | None]):
         # The back end checks the wall time too, against the limits it knows (see load_limits).
         errors = self.ctx.backend.validate_spec(spec)
         errors.update(parse_errors)
+        report = self.ctx.backend.cached_capacity()  # known once an estimate or a view fetched it
+        if report is not None and "gpu_type" not in errors and "partition" not in errors:
+            chosen = str(spec.get("partition") or "")
+            parts = [p for p in chosen.split(",") if p] or self.ctx.backend.profile.partitions
+            problem = gpu_type_problem(report, parts, str(spec.get("gpu_type") or ""))
+            if problem:
+                errors["gpu_type"] = problem
         name = str(spec.get("name") or "")
         if "name" not in errors and name in self._taken_names():
             errors["name"] = f"A job named {name!r} exists already; pick another name."

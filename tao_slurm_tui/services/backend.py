@@ -255,6 +255,10 @@ class Backend(Protocol):
         """
         ...
 
+    def cached_capacity(self) -> CapacityReport | None:
+        """The last capacity report while it is fresh (no network); None otherwise."""
+        ...
+
     async def capacity(self) -> CapacityReport:
         """Free and allocated GPUs per partition and type, the largest free block, the user's
         share and limits: one round trip.

@@ -291,6 +291,10 @@ class ClusterBackend:
 
     # ------------------------------------------------------------------ capacity
 
+    def cached_capacity(self) -> CapacityReport | None:
+        """The cluster's last capacity report while it is fresh (no network)."""
+        return self.capacities.fresh()
+
     async def capacity(self) -> CapacityReport:
         """The cluster's capacity in one round trip (kept for the composer's block hint)."""
         return await self.capacities.refresh()

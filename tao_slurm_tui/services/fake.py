@@ -624,6 +624,10 @@ class FakeBackend:
             raise OperationFailed(self.capacity_error)
         return fake_capacity(self._profile.user or "researcher", self._profile_name)
 
+    def cached_capacity(self) -> CapacityReport | None:
+        """The fake cluster's last capacity report while it is fresh (no network)."""
+        return self.capacities.fresh()
+
     async def capacity(self) -> CapacityReport:
         """The fake cluster's capacity (:mod:`~tao_slurm_tui.services.fake_capacity`)."""
         return await self.capacities.refresh()

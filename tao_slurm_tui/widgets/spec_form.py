@@ -57,6 +57,7 @@ FIELDS: list[Field] = [
     Field("partition", "Partition", "text"),
     Field("num_nodes", "Nodes", "int", "1"),
     Field("num_gpus", "GPUs per node", "int", "4"),
+    Field("gpu_type", "GPU type", "text", "a100 (empty: any)"),
     Field("cpus_per_task", "CPUs per task", "int", "16"),
     Field("time_hours", "Wall time (h)", "float", "4"),
     Field("timeout_hours", "Command timeout (h)", "float", "3.8"),

@@ -26,7 +26,7 @@ STEP_INPUTS: tuple[tuple[str, str, str, int], ...] = (
 )
 """The inputs of a step row (two lines: name and command, then its own resources)."""
 
-_OTHER_KEYS = ("cpus_per_task", "timeout_hours", "partition", "env", "specs")
+_OTHER_KEYS = ("gpu_type", "cpus_per_task", "timeout_hours", "partition", "env", "specs")
 """Step keys without an input of their own: kept as loaded (a spec file may set them)."""
 
 

@@ -94,6 +94,23 @@ async def test_wall_time_checked_against_partition_limit(app: Any) -> None:
         assert "time_hours" not in screen.errors
 
 
+async def test_gpu_type_checked_against_the_partitions_gpus(app: Any) -> None:
+    """Once the cluster's capacity is known (the start estimate fetches it alongside), a GPU
+    type no node of the partition has is an inline error naming the types it has."""
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, GOOD)
+        await _type(pilot, screen, "gpu_type", "h100")
+        await app.ctx.backend.capacity()  # what the estimate's capacity refresh leaves cached
+        await _type(pilot, screen, "gpu_type", "h100")
+        await _shows_error(pilot, screen, "gpu_type", "No node of partition 'polar'")
+        assert "(it has a100)" in _error(screen, "gpu_type")
+        await _type(pilot, screen, "partition", "polar3")
+        await _shows_error(pilot, screen, "gpu_type", "")
+        await wait_for(pilot, lambda: "--gres=gpu:h100:4" in screen.preview.text, "the typed gres")
+        await _type(pilot, screen, "gpu_type", "a/b")
+        await _shows_error(pilot, screen, "gpu_type", "such as a100 or h100")
+
+
 async def test_preview_follows_the_form(app: Any) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, GOOD)

@@ -585,3 +585,20 @@ def test_recorded_sandbox_busy() -> None:
         7,
         9,
     )
+
+
+def test_gpu_type_problem_names_the_types_a_partition_has() -> None:
+    from tao_slurm_tui.core.capacity_report import gpu_type_problem
+
+    report = report_of(SYNTHETIC)
+    kinds = {p.name: sorted(t.kind for t in p.gpu_types) for p in report.partitions}
+    polar_kinds = [k for k in kinds["polar"] if k]
+    assert polar_kinds, kinds
+    assert gpu_type_problem(report, ["polar"], polar_kinds[0]) == ""
+    assert gpu_type_problem(report, ["polar"], "") == ""
+    assert gpu_type_problem(report, ["no-such-partition"], "v100") == ""  # nothing known
+    problem = gpu_type_problem(report, ["polar"], "v100")
+    assert problem.startswith("No node of partition 'polar' has GPU type 'v100' (it has ")
+    assert polar_kinds[0] in problem and problem.endswith("leave it empty for any type.")
+    everywhere = gpu_type_problem(report, [], "b200")
+    assert everywhere.startswith("No node of partitions ")

@@ -338,3 +338,13 @@ def test_composer_messages_name_fields_by_their_labels() -> None:
     assert in_words("must be 1-64 letters (got 'bad name!')") == (
         "must be 1-64 letters (got 'bad name!')"
     )
+
+
+def test_every_spec_field_has_a_place_in_the_composer() -> None:
+    """A field the form does not know would be lost by Load then Save in the composer."""
+    from tao_slurm_tui.core.spec import STEP_FIELDS
+    from tao_slurm_tui.widgets.spec_form import FIELDS as FORM_FIELDS
+    from tao_slurm_tui.widgets.steps_editor import _OTHER_KEYS, STEP_INPUTS
+
+    assert set(FIELDS) - {"then"} == {f.key for f in FORM_FIELDS}
+    assert set(STEP_FIELDS) == {k for k, *_ in STEP_INPUTS} | set(_OTHER_KEYS)
