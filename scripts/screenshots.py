@@ -79,7 +79,16 @@ async def composer_estimate(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
         "command": "dino train -e /specs/train.yaml",
         "num_gpus": 8,
     }
-    await app.push_screen(ComposerScreen(app.ctx, spec))
+    screen = ComposerScreen(app.ctx, spec)
+    await app.push_screen(screen)
+    await _settle(app, pilot)
+    # The estimate comes after a quiet pause: wait for SLURM's answer, not "Asking SLURM…".
+    for _ in range(200):
+        if "As is" in str(screen.estimate.render()):
+            break
+        await pilot.pause(0.05)
+    else:
+        raise SystemExit("composer-estimate: the start estimate never came")
     await _settle(app, pilot)
 
 
