@@ -231,6 +231,10 @@ class ComposerScreen(Screen[str | None]):
         except TaoError as error:
             if key == self._estimated:
                 self.estimate.show_unavailable(f"No estimate: {error}")
+                if isinstance(error, BadInput):
+                    # Asked in the middle of an edit the key does not cover (a follow-up
+                    # action added, its name not typed yet): the next edit asks again.
+                    self._estimated = None
             return
         if key == self._estimated:
             self.estimate.show_estimate(result)

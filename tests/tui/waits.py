@@ -39,7 +39,9 @@ async def wait_for(
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what} after {timeout:g} s")
+            # An AssertionError, not pytest.fail: inside a snapshot's run_before, pytest's
+            # BaseException ends the auto-pilot without ending the app, which then hangs.
+            raise AssertionError(f"gave up waiting for {what} after {timeout:g} s")
         await pilot.pause(STEP)
 
 
@@ -68,7 +70,7 @@ async def settle(pilot: Pilot[Any], timeout: float = TIMEOUT) -> None:
             continue
         quiet = 0
         if time.monotonic() > deadline:
-            pytest.fail(f"workers still busy after {timeout:g} s: {busy}")
+            raise AssertionError(f"workers still busy after {timeout:g} s: {busy}")
         await pilot.pause(STEP)
 
 
