@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
 from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
