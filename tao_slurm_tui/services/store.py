@@ -418,12 +418,9 @@ class JobStore:
 
     def jobs_changed_since(self, profile: str, change: int) -> list[JobRecord]:
         """The jobs of ``profile`` written after change number ``change`` (oldest first)."""
-        with self._reading():
-            rows = self._db.execute(
-                "SELECT * FROM jobs WHERE profile = ? AND change_seq > ? ORDER BY created_at, id",
-                (profile, change),
-            ).fetchall()
-            return [self._record(r, self._attempts(self._db, profile, r["id"])) for r in rows]
+        return self._jobs_where(
+            "profile = ? AND change_seq > ? ORDER BY created_at, id", (profile, change)
+        )
 
     def version(self) -> tuple[int, int]:
         """Differs from an earlier value once anything was written since: rows this connection
@@ -436,12 +433,15 @@ class JobStore:
         """The steps of pipeline ``pipeline_id`` of ``profile``, in step order ([] if none)."""
         if not pipeline_id:
             return []
+        return self._jobs_where(
+            "profile = ? AND pipeline_id = ? ORDER BY pipeline_step", (profile, pipeline_id)
+        )
+
+    def _jobs_where(self, where: str, params: tuple[str | int, ...]) -> list[JobRecord]:
+        """The jobs a few rows match (``where`` names ``profile``), each with its attempts."""
         with self._reading():
-            rows = self._db.execute(
-                "SELECT * FROM jobs WHERE profile = ? AND pipeline_id = ? ORDER BY pipeline_step",
-                (profile, pipeline_id),
-            ).fetchall()
-            return [self._record(r, self._attempts(self._db, profile, r["id"])) for r in rows]
+            rows = self._db.execute(f"SELECT * FROM jobs WHERE {where}", params).fetchall()
+            return [self._record(r, self._attempts(self._db, r["profile"], r["id"])) for r in rows]
 
     def active(self, profile: str) -> list[JobRecord]:
         """Non-terminal jobs of ``profile`` (what the monitor polls), oldest first."""
