@@ -89,23 +89,10 @@ same line twice and its parse is remembered). Lines that are not node lines (an 
 unchanged."""
 
 
-def capacity_command(sources: Mapping[str, str] | None = None) -> str:
-    """The one shell command of a capacity refresh (no argument comes from the user).
-
-    The tools run side by side (sacctmgr alone takes a quarter of a second per call on a
-    quiet controller), each into its own file of a private temporary directory; their outputs
-    are then printed in :data:`SECTIONS` order, each framed by markers with its exit status
-    (the node section through :data:`NODE_REDUCE_AWK`).
-    The remote user is asked for with ``id -un`` so the user's share and associations match the
-    login, whatever the profile says. sacctmgr is bounded by ``timeout`` so a dead accounting
-    daemon cannot stall the refresh; its sections then come back with their exit status.
-
-    Args:
-        sources: replace a section's tool with another command (``{"nodes": "cat FILE"}``):
-            how ``bench/`` replays a recorded big cluster through the same command.
-    """
+def capacity_tools() -> dict[str, str]:
+    """Each section's tool, as the login host runs it (:data:`SECTIONS` order)."""
     sacctmgr = f"timeout {SACCTMGR_TIMEOUT} sacctmgr -nP"
-    steps = {
+    return {
         "user": "id -un",
         "nodes": "scontrol show node -o",
         "partitions": "scontrol show partition -o",
@@ -119,16 +106,39 @@ def capacity_command(sources: Mapping[str, str] | None = None) -> str:
             f'[ -z "$a" ] || {sacctmgr} show assoc where accounts="$a" format={ASSOC_FORMAT}'
         ),
     }
+
+
+def capacity_command(sources: Mapping[str, str] | None = None) -> str:
+    """The one shell command of a capacity refresh (no argument comes from the user).
+
+    The tools run side by side (sacctmgr alone takes a quarter of a second per call on a
+    quiet controller), each into its own file of a private temporary directory; their outputs
+    are then printed in :data:`SECTIONS` order, each framed by markers with its exit status.
+    The node section goes through :data:`NODE_REDUCE_AWK` as it is printed, in the same
+    background job, so its reduction costs the refresh nothing while a slower tool runs.
+    The remote user is asked for with ``id -un`` so the user's share and associations match the
+    login, whatever the profile says. sacctmgr is bounded by ``timeout`` so a dead accounting
+    daemon cannot stall the refresh; its sections then come back with their exit status.
+
+    Args:
+        sources: replace a section's tool with another command (``{"nodes": "cat FILE"}``):
+            how ``bench/`` replays a recorded big cluster through the same command.
+    """
+    steps = capacity_tools()
     steps.update(sources or {})
-    background = " ".join(
-        f'( {{ {cmd}; }} >"$d/{name}" 2>&1; echo $? >"$d/{name}.rc" ) &'
-        for name, cmd in steps.items()
-    )
     # mawk, where the login host has it, runs the reduction three times faster than gawk.
     reduce = f"\"$awk\" -v K='{' '.join(NODE_FIELDS)}' '{NODE_REDUCE_AWK}'"
+
+    def run(name: str, cmd: str) -> str:
+        if name != "nodes":
+            return f'( {{ {cmd}; }} >"$d/{name}" 2>&1; echo $? >"$d/{name}.rc" ) &'
+        # The node lines are reduced as scontrol prints them, beside the other tools (sacctmgr
+        # is slower than the reduction of a thousand nodes), not after them.
+        return f'( {{ {{ {cmd}; }} 2>&1; echo $? >"$d/{name}.rc"; }} | {reduce} >"$d/{name}" ) &'
+
+    background = " ".join(run(name, cmd) for name, cmd in steps.items())
     show = (
-        f'for n in {" ".join(steps)}; do echo "{MARK}$n"; '
-        f'if [ "$n" = nodes ]; then {reduce} "$d/$n"; else cat "$d/$n"; fi; echo; '
+        f'for n in {" ".join(steps)}; do echo "{MARK}$n"; cat "$d/$n"; echo; '
         f'echo "{MARK}rc $(cat "$d/$n.rc" 2>/dev/null)"; done'
     )
     return (

@@ -9,9 +9,11 @@ limits the site sets, against current use. :meth:`CapacityReport.to_json` is the
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from tao_slurm_tui.core.capacity import (
@@ -312,6 +314,27 @@ class _NodeFigures(NamedTuple):
     block: FreeBlock | None
     typed_blocks: tuple[FreeBlock, ...]
     """The node's free GPUs of each type as a block, when it can take a job now."""
+    shape: int
+    """Everything above but the node's name, as a number (:func:`_shape_id`): nodes of one
+    shape add up alike, so a partition counts its members by shape (in C) and adds up each
+    shape once."""
+
+
+_SHAPE = attrgetter("shape")
+_SHAPE_IDS: dict[tuple[Any, ...], int] = {}
+_NEXT_SHAPE = itertools.count()
+
+
+def _shape_id(shape: tuple[Any, ...]) -> int:
+    """A number per distinct shape: an int hashes at once, a nested tuple is hashed again at
+    every look-up. Numbers are never reused, so emptying the memo (at the line cache's size)
+    can only split a shape in two, which adds up the same."""
+    known = _SHAPE_IDS.get(shape)
+    if known is None:
+        if len(_SHAPE_IDS) >= LINE_CACHE:
+            _SHAPE_IDS.clear()
+        known = _SHAPE_IDS[shape] = next(_NEXT_SHAPE)
+    return known
 
 
 def _figures(node: Node, alloc: GpuCounts) -> _NodeFigures:
@@ -326,15 +349,22 @@ def _figures(node: Node, alloc: GpuCounts) -> _NodeFigures:
             if free > 0
         )
     usable = node.state.usable
-    return _NodeFigures(
-        node,
-        usable,
-        tuple((kind, count, min(count, alloc.get(kind, 0))) for kind, count in node.gpus.items()),
-        node.cpus_free if usable else 0,
-        node.mem_free_mb if usable else 0,
-        block,
-        typed,
+    gpus = tuple((kind, count, min(count, alloc.get(kind, 0))) for kind, count in node.gpus.items())
+    cpus_free = node.cpus_free if usable else 0
+    mem_free = node.mem_free_mb if usable else 0
+    shape = _shape_id(
+        (
+            node.state,
+            gpus,
+            node.cpus_total,
+            node.mem_total_mb,
+            cpus_free,
+            mem_free,
+            tuple((b.kind, b.gpus, b.cpus_free, b.mem_free_mb) for b in typed),
+            block and block.kind,
+        )
     )
+    return _NodeFigures(node, usable, gpus, cpus_free, mem_free, block, typed, shape)
 
 
 _FIGURES: dict[int, _NodeFigures] = {}
@@ -371,33 +401,43 @@ def _partition_capacity(
     block: FreeBlock | None = None
     blocks: dict[str, FreeBlock] = {}
     cpus_total = cpus_free = mem_total = mem_free = 0
-    tops: list[FreeBlock] = []
-    candidates: list[FreeBlock] = []
-    for figures in members:
+    # A thousand nodes come in a few shapes: count them by shape and add each shape up once.
+    # Each shape's first member stands for it (reversed, so the first one is what stays).
+    shapes = list(map(_SHAPE, members))
+    first = dict(zip(reversed(shapes), reversed(members), strict=True))
+    order = dict(zip(reversed(shapes), range(len(shapes) - 1, -1, -1), strict=True))
+    best: tuple[tuple[int, int, int, int], FreeBlock] | None = None
+    best_of_kind: dict[str, tuple[tuple[int, int, int, int], FreeBlock]] = {}
+    for shape, times in Counter(shapes).items():
+        figures = first[shape]
         node = figures.node
-        states[node.state] += 1
+        states[node.state] += times
         free_column = 2 if figures.usable else 3
         for kind, count, used in figures.gpus:
             row = totals.get(kind)
             if row is None:
                 row = totals[kind] = [0, 0, 0, 0]
-            row[0] += count
-            row[1] += used
-            row[free_column] += count - used
-        cpus_total += node.cpus_total
-        mem_total += node.mem_total_mb
-        cpus_free += figures.cpus_free
-        mem_free += figures.mem_free_mb
+            row[0] += count * times
+            row[1] += used * times
+            row[free_column] += (count - used) * times
+        cpus_total += node.cpus_total * times
+        mem_total += node.mem_total_mb * times
+        cpus_free += figures.cpus_free * times
+        mem_free += figures.mem_free_mb * times
+        # The largest block: more GPUs, then more CPUs and memory; on a tie the first node of
+        # the partition wins (a stable answer), i.e. the shape met first.
         if figures.block is not None:
-            tops.append(figures.block)
-            candidates += figures.typed_blocks
-    if tops:
-        # max() keeps the first of equals: on a tie the first node wins (a stable answer).
-        block = max(tops, key=_block_key)
-        by_kind: dict[str, list[FreeBlock]] = {}
-        for typed in candidates:
-            by_kind.setdefault(typed.kind, []).append(typed)
-        blocks = {kind: max(found, key=_block_key) for kind, found in by_kind.items()}
+            rank = (*_block_key(figures.block), -order[shape])
+            if best is None or rank > best[0]:
+                best = (rank, figures.block)
+            for typed in figures.typed_blocks:
+                rank = (*_block_key(typed), -order[shape])
+                known = best_of_kind.get(typed.kind)
+                if known is None or rank > known[0]:
+                    best_of_kind[typed.kind] = (rank, typed)
+    if best is not None:
+        block = best[1]
+        blocks = {kind: found for kind, (_, found) in best_of_kind.items()}
     return PartitionCapacity(
         name=part.name,
         default=part.default,

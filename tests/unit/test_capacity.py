@@ -14,6 +14,7 @@ from tao_slurm_tui.core.capacity import (
     MARK,
     NODE_FIELDS,
     NODE_REDUCE_AWK,
+    SECTIONS,
     CapacityUnavailable,
     NodeState,
     array_tasks,
@@ -296,6 +297,40 @@ def test_command_sources_replace_a_tool_and_keep_the_rest() -> None:
     command = capacity_command({"nodes": "cat /tmp/nodes.txt"})
     assert "scontrol show node" not in command and "cat /tmp/nodes.txt" in command
     assert "squeue -h" in command and NODE_REDUCE_AWK in command
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_command_run_here_reduces_the_nodes_and_keeps_every_exit_status(
+    tmp_path: Path, status: int
+) -> None:
+    """The whole command under sh, each tool replaced: the node lines come back reduced (in
+    the background job that reads them), with the tool's own exit status and its stderr."""
+    lines = _recorded_node_lines()
+    (tmp_path / "nodes").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    nodes = f"cat {tmp_path}/nodes; echo 'scontrol: warning' >&2; (exit {status})"
+    sources = {name: f"echo {name}-out; (exit 7)" for name in SECTIONS}
+    sources["nodes"] = nodes
+    done = subprocess.run(
+        ["sh", "-c", capacity_command(sources)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    sections = split_sections(done.stdout)
+    assert list(sections) == list(SECTIONS)
+    assert sections["nodes"].rc == status
+    got = sections["nodes"].text.splitlines()
+    assert got[-1] == "scontrol: warning" and len(got) == len(lines) + 1
+    for full, short in zip(lines, got, strict=False):
+        assert "CPULoad=" not in short
+        parse_node_line.cache_clear()
+        assert parse_node_line(short) == parse_node_line(full)
+    for name in SECTIONS:
+        if name != "nodes":
+            assert (sections[name].text.strip(), sections[name].rc) == (f"{name}-out", 7)
+    assert [p.name for p in tmp_path.iterdir()] == ["nodes"]  # its temporary directory is gone
 
 
 def test_split_sections_cut_off_answer() -> None:
