@@ -1,9 +1,9 @@
 """The composer's follow-up actions: a small list editor for a pipeline's ``[[then]]`` steps.
 
-One row per step: the action's name, its command and its own GPUs per node, nodes and wall time
-(empty: the job's). "+ Follow-up action" adds a row, "✕" removes one. The rows become the spec's
-``then`` list (:meth:`StepsEditor.steps`); the back end's validation judges them, and the
-preview then shows every step's batch script.
+One row per step: the action's name, its command and "✕" (remove), then its own GPUs per node,
+GPU type, nodes and wall time (empty: the job's). "+ Follow-up action" adds a row. The rows
+become the spec's ``then`` list (:meth:`StepsEditor.steps`); the back end's validation judges
+them, and the preview then shows every step's batch script.
 """
 
 from __future__ import annotations
@@ -20,13 +20,23 @@ STEP_INPUTS: tuple[tuple[str, str, str, int], ...] = (
     # (spec key, placeholder, kind, line of the row)
     ("action", "action, e.g. evaluate", "text", 0),
     ("command", "command, e.g. dino evaluate -e /specs/eval.yaml", "text", 0),
-    ("num_gpus", "GPUs/node", "int", 1),
+    ("num_gpus", "GPUs", "int", 1),
+    ("gpu_type", "GPU type", "text", 1),
     ("num_nodes", "nodes", "int", 1),
     ("time_hours", "hours", "float", 1),
 )
 """The inputs of a step row (two lines: name and command, then its own resources)."""
 
-_OTHER_KEYS = ("gpu_type", "cpus_per_task", "timeout_hours", "partition", "env", "specs")
+STEP_INPUT_NAMES = {
+    "num_gpus": "GPUs per node",
+    "gpu_type": "GPU type, e.g. a100",
+    "num_nodes": "nodes",
+    "time_hours": "wall time",
+}
+"""What a resource input is, in full: its tooltip (with "empty: the job's") and the name a
+message about it uses (the placeholders are short, to fit 80 columns)."""
+
+_OTHER_KEYS = ("cpus_per_task", "timeout_hours", "partition", "env", "specs")
 """Step keys without an input of their own: kept as loaded (a spec file may set them)."""
 
 
@@ -42,7 +52,7 @@ class StepRow(Vertical):
         """The step's number in the pipeline (2 for the first follow-up action)."""
 
     def compose(self) -> ComposeResult:
-        """Number, name and command; then the resources and a remove button."""
+        """Number, name, command and a remove button; then the resources."""
         for line in (0, 1):
             with Horizontal(classes="step-line"):
                 number = f"{self.number}." if line == 0 and self.number else ""
@@ -57,8 +67,15 @@ class StepRow(Vertical):
                         classes=f"step-{key}",
                         select_on_focus=False,
                         compact=True,
+                        tooltip=(
+                            f"{STEP_INPUT_NAMES[key]} (empty: the job's)"
+                            if key in STEP_INPUT_NAMES
+                            else None
+                        ),
                     )
-                if line == 1:
+                if line == 0:
+                    # Beside the command (which gives way), so the resources below keep the
+                    # whole width: four inputs fit their placeholders at 80 columns.
                     yield Button(
                         "✕ remove",
                         classes="step-remove",
@@ -85,7 +102,8 @@ class StepRow(Vertical):
                 step[key] = int(raw) if kind == "int" else float(raw)
             except ValueError:
                 what = "a whole number" if kind == "int" else "a number of hours"
-                problem = problem or f"{placeholder} must be {what} (got {raw!r})"
+                name = STEP_INPUT_NAMES.get(key, placeholder)
+                problem = problem or f"{name} must be {what} (got {raw!r})"
         step.update(self.kept)
         return step, problem
 
@@ -122,7 +140,7 @@ class StepsEditor(Vertical):
         """A title with the add button, the rows, an error line."""
         with Horizontal(classes="steps-head"):
             yield Label(
-                "Then, each once the one before completed (empty GPUs, nodes, hours: the job's):",
+                "Then, each once the one before completed (empty resources: the job's):",
                 classes="steps-title",
             )
             yield Button("+ Follow-up action", id="add-step", compact=True)

@@ -163,7 +163,7 @@ async def test_the_composer_adds_follow_up_actions_and_previews_every_step() -> 
         row = screen.query_one(StepsEditor).rows[0]
         row.query_one(".step-num_gpus", Input).value = "two"
         await wait_for(pilot, lambda: "then" in screen.errors, "the step's problem")
-        assert screen.errors["then"].startswith("step 2: GPUs/node must be a whole number")
+        assert screen.errors["then"].startswith("step 2: GPUs per node must be a whole number")
         row.query_one(".step-num_gpus", Input).value = "1"
         await wait_for(pilot, lambda: "then" not in screen.errors, "fixed")
         # Remove the last action, put it back, submit: three jobs of one pipeline.
@@ -200,6 +200,42 @@ async def test_a_loaded_pipeline_fills_the_editor(tmp_path: Any) -> None:
         assert [s["action"] for s in screen.current_spec()["then"]] == ["evaluate", "export"]
         assert not screen.form.extra  # "then" is no unknown key
         assert screen.current_spec()["then"][0]["env"] == {"SPLIT": "val"}  # kept as loaded
+
+
+async def test_a_steps_gpu_type_is_typed_loaded_and_rendered(tmp_path: Any) -> None:
+    """A step's own GPU type has an input: loaded from the spec, typed, and in the step's
+    script as --gres=gpu:TYPE:N (empty: the job's)."""
+    path = tmp_path / "pipe.toml"
+    path.write_text(
+        PIPELINE_TOML.replace('action = "export"', 'action = "export"\ngpu_type = "a100"'), "utf-8"
+    )
+    app = build_app(FakeBackend(clock=frozen))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_composer(pilot)
+        await pilot.press("ctrl+o")
+        modal = await shown(pilot, PathModal)
+        modal.query_one(Input).value = str(path)
+        await pilot.press("enter")
+        editor = screen.query_one(StepsEditor)
+        await wait_for(pilot, lambda: len(editor.rows) == 2, "two action rows")
+        await settle(pilot)
+        evaluate, export = editor.rows
+        assert export.query_one(".step-gpu_type", Input).value == "a100"
+        assert evaluate.query_one(".step-gpu_type", Input).value == ""
+        assert "gpu_type" not in screen.current_spec()["then"][0]
+        evaluate.query_one(".step-gpu_type", Input).value = "h100"
+        await wait_for(
+            pilot,
+            lambda: (
+                screen.current_spec()["then"][0].get("gpu_type") == "h100"
+                and "--gres=gpu:h100:" in screen.preview.text
+            ),
+            "the typed GPU type in the spec and the step's script",
+        )
+        assert screen.current_spec()["then"][1]["gpu_type"] == "a100"
+        evaluate.query_one(".step-gpu_type", Input).value = "h 100"
+        await wait_for(pilot, lambda: "then" in screen.errors, "the step's problem")
+        assert screen.errors["then"].startswith("step 2"), screen.errors["then"]
 
 
 def detail_text(screen: QueueScreen) -> str:
