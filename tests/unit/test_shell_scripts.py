@@ -10,6 +10,7 @@ command (``ip addr replace``).
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,39 @@ def test_no_early_exit_reader_in_a_pipefail_script(script: Path) -> None:
         if not line.lstrip().startswith("#") and EARLY_EXIT.search(line)
     ]
     assert not offending, "\n".join(offending)
+
+
+READY = re.compile(r"^ready_state\(\) \{.*\}$", re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("state", "ready"),
+    [
+        ("idle", True),
+        ("mix", True),
+        ("alloc", True),
+        ("comp", True),
+        ("mix-", True),  # PLANNED: held by backfill for a waiting job (CI saw it once)
+        ("idle-", True),
+        ("drain", False),
+        ("drng", False),
+        ("down*", False),
+        ("idle*", False),  # not responding
+        ("idle~", False),  # powered off
+        ("mix#", False),  # powering up
+        ("", False),
+    ],
+)
+def test_sandbox_status_counts_a_planned_node_as_ready(state: str, ready: bool) -> None:
+    """`sandbox-cluster status` and `up` read sinfo's short state; a node the scheduler plans
+    for a waiting job (`mix-`) serves jobs and must not make status fail."""
+    text = (ROOT / "scripts" / "sandbox-cluster").read_text()
+    match = READY.search(text)
+    assert match, "ready_state() not found in scripts/sandbox-cluster"
+    done = subprocess.run(
+        ["bash", "-c", f'{match.group(0)}\nready_state "$1"', "bash", state],
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    assert (done.returncode == 0) is ready
