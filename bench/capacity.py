@@ -214,43 +214,35 @@ async def main() -> None:
                     path = f"{folder}/{name}"
                     await conn.upload_text(path, section.text + "\n")
                     sources[name] = join(["cat", path])
-                replay = Counting(conn, sources)
-                refresh, remote_only, cold, warm, trips, size = await median_refresh(replay)
                 nodes = len(parse_capacity_output(scaled_output(recorded, n)).nodes)
-                base = base or (refresh, remote_only)
-                rows.append(
-                    row(
-                        f"{nodes} (replayed)",
-                        nodes,
-                        size,
-                        trips,
-                        (refresh, remote_only, cold, warm),
-                        base,
-                        per_node_s,
-                    )
-                )
-                print(rows[-1], flush=True)
+
+                async def replayed(
+                    label: str,
+                    sources: dict[str, str],
+                    base: tuple[float, float] | None,
+                    nodes: int,
+                ) -> tuple[list[str], tuple[float, float]]:
+                    """One replayed row, and the base it was measured against (its own when
+                    it is the first of its kind)."""
+                    figures = await median_refresh(Counting(conn, sources))
+                    refresh, remote_only, cold, warm, trips, size = figures
+                    base = base or (refresh, remote_only)
+                    timings = (refresh, remote_only, cold, warm)
+                    line = row(f"{nodes} ({label})", nodes, size, trips, timings, base, per_node_s)
+                    print(line, flush=True)
+                    return line, base
+
+                line, base = await replayed("replayed", sources, base, nodes)
+                rows.append(line)
                 if n not in PACED_SIZES:
                     continue
                 # The same answer, each tool taking as long as it takes live (sacctmgr's quarter
                 # of a second is the same for 2 nodes or 1,000).
-                paced = Counting(
-                    conn, {k: f"sleep {pace[k]:.3f}; {cmd}" for k, cmd in sources.items()}
+                slowed = {k: f"sleep {pace[k]:.3f}; {cmd}" for k, cmd in sources.items()}
+                line, paced_base = await replayed(
+                    "replayed at the live tools' pace", slowed, paced_base, nodes
                 )
-                refresh, remote_only, cold, warm, trips, size = await median_refresh(paced)
-                paced_base = paced_base or (refresh, remote_only)
-                paced_rows.append(
-                    row(
-                        f"{nodes} (replayed at the live tools' pace)",
-                        nodes,
-                        size,
-                        trips,
-                        (refresh, remote_only, cold, warm),
-                        paced_base,
-                        per_node_s,
-                    )
-                )
-                print(paced_rows[-1], flush=True)
+                paced_rows.append(line)
         finally:
             await conn.run(f"rm -rf {quote(folder)}")
     rows += paced_rows

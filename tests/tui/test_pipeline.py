@@ -184,19 +184,25 @@ async def test_the_composer_adds_follow_up_actions_and_previews_every_step() -> 
         assert any("Pipeline compose-test submitted: 3 steps" in n.message for n in notes)
 
 
+async def load_pipeline(pilot: Pilot[Any], path: Any) -> tuple[ComposerScreen, StepsEditor]:
+    """Open the composer and load ``path`` (a two-step pipeline) with Load TOML."""
+    screen = await open_composer(pilot)
+    await pilot.press("ctrl+o")
+    modal = await shown(pilot, PathModal)
+    modal.query_one(Input).value = str(path)
+    await pilot.press("enter")
+    editor = screen.query_one(StepsEditor)
+    await wait_for(pilot, lambda: len(editor.rows) == 2, "two action rows")
+    await settle(pilot)
+    return screen, editor
+
+
 async def test_a_loaded_pipeline_fills_the_editor(tmp_path: Any) -> None:
     path = tmp_path / "pipe.toml"
     path.write_text(PIPELINE_TOML, "utf-8")
     app = build_app(FakeBackend(clock=frozen))
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_composer(pilot)
-        await pilot.press("ctrl+o")
-        modal = await shown(pilot, PathModal)
-        modal.query_one(Input).value = str(path)
-        await pilot.press("enter")
-        editor = screen.query_one(StepsEditor)
-        await wait_for(pilot, lambda: len(editor.rows) == 2, "two action rows")
-        await settle(pilot)
+        screen, _ = await load_pipeline(pilot, path)
         assert [s["action"] for s in screen.current_spec()["then"]] == ["evaluate", "export"]
         assert not screen.form.extra  # "then" is no unknown key
         assert screen.current_spec()["then"][0]["env"] == {"SPLIT": "val"}  # kept as loaded
@@ -211,14 +217,7 @@ async def test_a_steps_gpu_type_is_typed_loaded_and_rendered(tmp_path: Any) -> N
     )
     app = build_app(FakeBackend(clock=frozen))
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_composer(pilot)
-        await pilot.press("ctrl+o")
-        modal = await shown(pilot, PathModal)
-        modal.query_one(Input).value = str(path)
-        await pilot.press("enter")
-        editor = screen.query_one(StepsEditor)
-        await wait_for(pilot, lambda: len(editor.rows) == 2, "two action rows")
-        await settle(pilot)
+        screen, editor = await load_pipeline(pilot, path)
         evaluate, export = editor.rows
         assert export.query_one(".step-gpu_type", Input).value == "a100"
         assert evaluate.query_one(".step-gpu_type", Input).value == ""
