@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from tao_slurm_tui.config import Config
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.spec import read_spec_text
 from tao_slurm_tui.core.tao.catalog import Catalog, ImageSettings, TaoNetwork, resolve_image
-from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.services.tao_cache import (
     CacheCorrupt,
     Downloader,
@@ -183,12 +183,4 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     from tao_slurm_tui.core.tao.schema import parse_spec_yaml
 
     file = Path(path).expanduser()
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{file}: no such experiment spec file; check the path.") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{file}: the experiment spec is not UTF-8 text.") from None
-    except OSError as exc:
-        raise BadInput(f"{file}: cannot read the experiment spec ({exc.strerror}).") from None
-    return parse_spec_yaml(text, str(file))
+    return parse_spec_yaml(read_spec_text(file), str(file))

@@ -13,6 +13,7 @@ from tao_slurm_tui.core.tao.catalog import (
     apply_tag_rule,
     resolve_image,
     schema_root,
+    tao_command,
 )
 from tao_slurm_tui.core.tao.pins import parse_pins, version_key
 from tao_slurm_tui.core.tao.pydata import NotALiteral, class_names, module_literals
@@ -64,6 +65,18 @@ def test_retrain_runs_train_and_tensorrt_runs_in_the_deploy_image(tao_release: R
     assert catalog.image("ocdnet", "train").endswith(":7.3.0-pyt")
     assert catalog.image("annotations", "convert").endswith(":7.3.0-data-services")
     assert catalog.image("vila", "train").endswith(":7.3.0-vila")
+
+
+def test_taos_own_command_line(tao_release: Release) -> None:
+    ocdnet = tao_release.catalog.network("ocdnet")
+    assert (
+        tao_command(ocdnet, ocdnet.action("evaluate"), "/r/specs/j.yaml", "/r/results/j")
+        == "ocdnet evaluate -e /r/specs/j.yaml results_dir=/r/results/j"
+    )
+    assert (
+        tao_command(ocdnet, ocdnet.action("retrain"), "/a b/s.yaml")
+        == "ocdnet train -e '/a b/s.yaml'"
+    )
 
 
 def test_action_facts_for_pipelines_and_the_submit_check(tao_release: Release) -> None:

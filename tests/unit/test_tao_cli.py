@@ -162,3 +162,40 @@ def test_a_warm_networks_listing_reads_only_the_index(local_wheel: Path, tmp_pat
     )
     assert result.stderr.strip() == "[]"
     assert len(json.loads(result.stdout)) == 34
+
+
+def test_a_researchers_spec_file_from_typo_to_staged_yaml(
+    local_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The path the submit round takes: start from `tao spec`, edit, read the file, check."""
+    from tao_slurm_tui.core.tao.schema import SpecSyntaxError
+    from tao_slurm_tui.errors import BadInput
+    from tao_slurm_tui.services.tao import open_tao, read_spec_file
+
+    assert main(["tao", "spec", "classification_pyt", "train"]) == 0
+    spec = tmp_path / "train.yaml"
+    text = capsys.readouterr().out
+    text = text.replace("  images_dir: ''", "  images_dir: /lustre/data/images", 2)
+    text = text.replace("classes_file: ''", "classes_file: /lustre/data/classes.txt")
+    spec.write_text(text.replace("  num_epochs: 10", "  num_epoch: 10"))
+    tao = open_tao()
+    check = tao.check("classification_pyt", "train", read_spec_file(spec))
+    assert [p.sentence for p in check.problems] == [
+        "train.num_epoch: unknown key in 'train'; did you mean 'train.num_epochs'?"
+    ]
+    with pytest.raises(BadInput, match=r"^train.yaml: train.num_epoch: unknown key"):
+        check.raise_for_problems("train.yaml")
+    spec.write_text(text)
+    check = tao.check("classification_pyt", "train", read_spec_file(spec), {"train.num_epochs": 3})
+    assert check.ok, check.summary()
+    assert [p.path for p in check.dataset_paths] == [
+        "/lustre/data/images",
+        "/lustre/data/classes.txt",
+        "/lustre/data/images",
+    ]
+    assert "num_epochs: 3" in check.to_yaml()
+    with pytest.raises(BadInput, match="no such spec file"):
+        read_spec_file(tmp_path / "missing.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n")
+    with pytest.raises(SpecSyntaxError, match="must be a mapping"):
+        read_spec_file(tmp_path / "list.yaml")

@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tao_slurm_tui.core.quoting import join
 from tao_slurm_tui.core.tao.names import did_you_mean
 from tao_slurm_tui.core.tao.pins import VersionPin
 from tao_slurm_tui.errors import BadInput
@@ -201,6 +202,18 @@ class Catalog(BaseModel):
     def pinned_image(self, action: TaoAction) -> str:
         """The image NVIDIA's rules give ``action`` with this version's pins."""
         return apply_tag_rule(self.images[action.kind], action.image_rewrites)
+
+
+def tao_command(
+    network: TaoNetwork, action: TaoAction, spec_path: str, results_dir: str = ""
+) -> str:
+    """TAO's own command line for ``network action``: ``<network> <subtask> -e <spec>
+    [results_dir=<dir>]`` (how nvidia-tao-pytorch's entrypoints take it; ``retrain`` runs
+    ``train``), every argument shell-quoted."""
+    argv = [network.name, action.subtask, "-e", spec_path]
+    if results_dir:
+        argv.append(f"results_dir={results_dir}")
+    return join(argv)
 
 
 # ------------------------------------------------------------------------------------ images
