@@ -232,6 +232,12 @@ def test_int8_calibration_values_matter_only_for_int8(tao_release: Release) -> N
         "gen_trt_engine.tensorrt.calibration.cal_image_dir[0]",
         "gen_trt_engine.tensorrt.calibration.cal_image_dir[1]",
     ]
+    header = default_spec_yaml(rtdetr, "gen_trt_engine").split("\nmodel_name:", 1)[0]
+    assert (
+        "Fill in before submitting (???): gen_trt_engine.onnx_file, gen_trt_engine.trt_engine."
+        in header
+    )
+    assert "# Needed only for INT8 (gen_trt_engine.tensorrt.data_type: INT8):" in header
 
 
 def test_lists_of_datasets_carry_their_index(tao_release: Release) -> None:

@@ -681,8 +681,13 @@ def default_spec_yaml(schema: TaoSchema, action: str) -> str:
         for p in check.problems
         if p.kind not in (ProblemKind.MISSING, ProblemKind.NEEDS_DATASET)
     ]
-    if unused:
-        notes.append(f"{action} does not use the other ??? values ({', '.join(sorted(unused))}).")
+    int8 = [k for k in unused if _calibration_table(k)]
+    if int8:
+        table = _calibration_table(int8[0])
+        notes.append(f"Needed only for INT8 ({table}.data_type: INT8): {', '.join(int8)}.")
+    rest = sorted(k for k in unused if k not in int8)
+    if rest:
+        notes.append(f"{action} does not use the other ??? values ({', '.join(rest)}).")
     lines = [
         "# " + line
         for note in notes
