@@ -31,6 +31,7 @@ _HELP = {
     "config": "config file helpers (config path)",
     "capacity": "free/allocated GPUs per partition and type, the largest free block, your share",
     "history": "your jobs from sacct (also those not submitted here) with what they used",
+    "tao": "the TAO catalogue: networks, actions, images, default experiment specs (no cluster)",
 }
 
 

@@ -49,6 +49,10 @@ class Settings(BaseModel):
     """Binding id → key(s), e.g. ``"queue.cancel" = "x"``; remaps the app's bindings."""
     profiles: dict[str, Profile] = Field(default_factory=dict)
     """Named cluster profiles."""
+    tao_wheel: str = ""
+    """A local copy of the pinned ``nvidia-tao-core`` wheel (the file, or a directory holding
+    it) for a workstation without internet (``TAO_SLURM_TUI_TAO_WHEEL`` overrides); empty:
+    downloaded from PyPI on first use."""
 
 
 # ----------------------------------------------------------------------------------- paths

@@ -64,3 +64,48 @@ def cluster() -> Iterator[None]:
 def sandbox_profile(cluster: None):  # type: ignore[no-untyped-def]
     """A :class:`~tao_slurm_tui.config.Profile` for the sandbox cluster."""
     return sandbox.sandbox_profile()
+
+
+# ----------------------------------------------------------------------------- TAO wheel
+
+TAO_TEST_WHEELS_ENV = "TAO_SLURM_TUI_TEST_WHEELS"
+"""Directory the test suite keeps its copy of the pinned nvidia-tao-core wheel in."""
+
+
+def tao_test_dir() -> Path:
+    """One directory for the whole run (and the next ones), outside the per-test XDG dirs:
+    the pinned wheel is downloaded once and the extracted release shared by every test."""
+    configured = os.environ.get(TAO_TEST_WHEELS_ENV)
+    if configured:
+        return Path(configured)
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"tao-slurm-tui-test-wheels-{os.getuid()}"
+
+
+@pytest.fixture(scope="session")
+def tao_wheel() -> Path:
+    """The pinned nvidia-tao-core wheel as a local file, downloaded from PyPI on first use.
+
+    A run that cannot fetch it fails (never skips): the TAO tests are the product's knowledge
+    of TAO, and CI has PyPI.
+    """
+    from tao_slurm_tui.errors import TaoError
+    from tao_slurm_tui.services.tao_cache import ensure_wheel_file
+
+    try:
+        return ensure_wheel_file(tao_test_dir())
+    except TaoError as exc:
+        pytest.fail(
+            f"the TAO tests need the pinned nvidia-tao-core wheel: {exc} (or set "
+            f"{TAO_TEST_WHEELS_ENV} to a directory holding it)",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def tao_release(tao_wheel: Path):  # type: ignore[no-untyped-def]
+    """The pinned TAO release extracted once into the shared test directory."""
+    from tao_slurm_tui.services.tao_cache import open_release
+
+    return open_release(wheel=str(tao_wheel), cache_root=tao_test_dir() / "cache")

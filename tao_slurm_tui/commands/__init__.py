@@ -17,4 +17,5 @@ VERBS: dict[str, str] = {
     "config": "config_cmd",
     "capacity": "capacity",
     "history": "history",
+    "tao": "tao",
 }

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tao_slurm_tui.core.images import ImageError, parse_image
 from tao_slurm_tui.errors import ConfigError
 
 NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
@@ -26,6 +27,11 @@ REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?
 """:data:`NAME_PATTERN` anchored."""
 
 _SLURM_WORD_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+TAO_VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+){1,3}$")
+"""A TAO version as a profile pins it: ``7.3.0``."""
+
+_TAO_KIND_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 """known_hosts file used when the profile does not name one."""
@@ -103,12 +109,77 @@ class Profile(BaseModel):
     """Seconds to wait for one login host before trying the next."""
     command_timeout: float = Field(default=60.0, gt=0)
     """Default seconds a remote command may take."""
+    tao_version: str = ""
+    """TAO version whose catalogue, images and spec schemas this profile uses (``7.3.0``);
+    empty: the newest this tao-slurm-tui knows (``tao networks`` shows it)."""
+    tao_registry: str = ""
+    """Registry, optionally with a path, that replaces ``nvcr.io`` in TAO's images for a site
+    mirror (``harbor.site.edu/nvcr``); empty: pull from nvcr.io."""
+    tao_images: dict[str, str] = Field(default_factory=dict)
+    """TAO container kind → the image to run instead (``TAO_PYTORCH``, ``TAO_DEPLOY``, ``TAO_DS``
+    as ``tao networks`` names them); in ``config set-profile`` a comma list of KIND=IMAGE."""
 
     @field_validator("hostnames", mode="before")
     @classmethod
     def _split_hosts(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @field_validator("tao_version")
+    @classmethod
+    def _tao_version(cls, value: str) -> str:
+        value = value.strip()
+        if value and not TAO_VERSION_RE.match(value):
+            raise ValueError(
+                f"must be a TAO version like 7.3.0, or empty for the newest (got {value!r})"
+            )
+        return value
+
+    @field_validator("tao_registry")
+    @classmethod
+    def _tao_registry(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value:
+            return value
+        try:
+            ref = parse_image(f"{value}/nvidia/tao/tao-toolkit:1")
+        except ImageError:
+            ref = None
+        if ref is None or not ref.registry or "#" in value or "://" in value:
+            raise ValueError(
+                f"must be a registry host with an optional path, like harbor.site.edu/nvcr "
+                f"(got {value!r})"
+            )
+        return value
+
+    @field_validator("tao_images", mode="before")
+    @classmethod
+    def _tao_images(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            pairs: dict[str, str] = {}
+            for item in (p.strip() for p in value.split(",")):
+                if not item:
+                    continue
+                kind, sep, image = item.partition("=")
+                if not sep:
+                    raise ValueError(
+                        f"{item!r} is not KIND=IMAGE, e.g. TAO_PYTORCH=reg/tao:7.3.0-pyt"
+                    )
+                pairs[kind.strip()] = image.strip()
+            value = pairs
+        if isinstance(value, dict):
+            for kind, image in value.items():
+                if not isinstance(kind, str) or not _TAO_KIND_RE.match(kind):
+                    raise ValueError(
+                        f"{kind!r} is not a TAO container kind (TAO_PYTORCH, TAO_DEPLOY ...)"
+                    )
+                if not isinstance(image, str):
+                    raise ValueError(f"the image for {kind} must be text")
+                try:
+                    parse_image(image)
+                except ImageError as exc:
+                    raise ValueError(f"{kind}: {exc}") from None
         return value
 
     @field_validator("registry_hosts", mode="before")

@@ -82,3 +82,37 @@ def test_layer_imports_point_one_way(layer: str) -> None:
                 if name == forbidden or name.startswith(forbidden + "."):
                     bad.append(f"{path.relative_to(PKG)} imports {name}")
     assert not bad, "layering violated:\n" + "\n".join(bad)
+
+
+OMEGACONF_HOMES = {
+    "core/tao/schema.py",
+    "core/tao/spec_check.py",
+    "services/tao_loader.py",
+}
+"""The only modules that import omegaconf (and its YAML): the pure schema check in core and
+the loader that builds schemas. Everything else, the CLI's parser and the TUI's start included,
+stays free of it (services/tao.py reaches them lazily, when a schema is asked for)."""
+
+
+def test_omegaconf_stays_in_the_tao_schema_modules() -> None:
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = str(path.relative_to(PKG))
+        for name in _imports(path):
+            if name.split(".")[0] in ("omegaconf", "yaml") and rel not in OMEGACONF_HOMES:
+                bad.append(f"{rel} imports {name}")
+    assert not bad, "omegaconf outside the TAO schema modules:\n" + "\n".join(bad)
+    for home in OMEGACONF_HOMES:
+        assert any(n.split(".")[0] == "omegaconf" for n in _imports(PKG / home)), home
+
+
+def test_nvidias_code_is_never_imported_by_name() -> None:
+    # It runs only through services/tao_loader.py's verified finder, never by an import
+    # statement that would reach an installed nvidia_tao_core (or its Flask dependencies).
+    bad = [
+        f"{path.relative_to(PKG)} imports {name}"
+        for path in sorted(PKG.rglob("*.py"))
+        for name in _imports(path)
+        if name.split(".")[0].startswith("nvidia_tao")
+    ]
+    assert not bad, "\n".join(bad)
