@@ -119,14 +119,20 @@ def reachable() -> str | None:
     return None
 
 
-@cache
-def info() -> dict[str, Any]:
-    """``scripts/sandbox-cluster info --json``: ssh, partition, nodes, registry, image, key file."""
+def fresh_info() -> dict[str, Any]:
+    """``scripts/sandbox-cluster info --json`` now (who is up, which controller is in control)."""
     out = subprocess.run(
-        [str(SCRIPT), "info", "--json"], capture_output=True, text=True, timeout=30, check=True
+        [str(SCRIPT), "info", "--json"], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     data: dict[str, Any] = json.loads(out)
     return data
+
+
+@cache
+def info() -> dict[str, Any]:
+    """``scripts/sandbox-cluster info --json`` once per test process: ssh, partition, nodes,
+    registry, image, key file, mfa, login_hosts, small file systems, the TAO stand-in."""
+    return fresh_info()
 
 
 # ----------------------------------------------------------------------------------- running things
@@ -341,17 +347,22 @@ def free_bytes(path: str | Path) -> int:
 
 
 @contextlib.contextmanager
-def filled(directory: str | Path, user: str = USER, leave: int = 0) -> Iterator[Path]:
-    """Fill the file system of ``directory`` as ``user`` (a file of all its free space but
-    ``leave`` bytes) and free it again afterwards."""
+def filled(directory: str | Path, user: str = USER) -> Iterator[Path]:
+    """Fill the file system of ``directory`` as ``user`` to the last block (a preallocated file
+    of nearly all its free space, then zeros until ENOSPC) and free it again afterwards."""
     ballast = Path(directory) / f".ballast-{os.getpid()}-{time.monotonic_ns()}"
-    size = max(0, free_bytes(directory) - leave)
-    result = as_user(["fallocate", "-l", str(size), str(ballast)], user=user)
-    assert result.returncode == 0, result.stderr
+    rest = ballast.with_name(ballast.name + "-rest")
     try:
+        size = max(0, free_bytes(directory) - (1 << 20))
+        result = as_user(["fallocate", "-l", str(size), str(ballast)], user=user)
+        assert result.returncode == 0, result.stderr
+        result = as_user(["dd", "if=/dev/zero", f"of={rest}", "bs=4k"], user=user)
+        assert "No space left on device" in result.stderr, result.stderr
+        assert free_bytes(directory) < 4096
         yield ballast
     finally:
         ballast.unlink(missing_ok=True)
+        rest.unlink(missing_ok=True)
 
 
 def quoted(*words: str) -> str:
