@@ -155,50 +155,31 @@ def flocked(path: str, exclusive: bool = True) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def script(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``scripts/sandbox-cluster ARGS`` (as root), output captured."""
+def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
+        argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
     )
 
 
+def script(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``scripts/sandbox-cluster ARGS`` (as root), output captured."""
+    return _run([str(SCRIPT), *args], timeout)
+
+
 def ssh(
-    command: str,
-    user: str = USER,
-    *,
-    host: str = HOST,
-    timeout: float = 60,
+    command: str, user: str = USER, *, host: str = HOST, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """``command`` on a sandbox login host over OpenSSH, key-only, as a researcher runs it."""
     argv = openssh_argv(user)
     argv[-1] = f"{user}@{host}"
-    return subprocess.run(
-        [*argv, command],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return _run([*argv, command], timeout)
 
 
 def as_user(
     argv: list[str], user: str = USER, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """``argv`` on the login host as ``user`` (runuser; for steps that need no ssh session)."""
-    return subprocess.run(
-        ["runuser", "-u", user, "--", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return _run(["runuser", "-u", user, "--", *argv], timeout)
 
 
 def owner_ids(user: str = USER) -> tuple[int, int]:
