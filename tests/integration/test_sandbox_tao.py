@@ -160,6 +160,9 @@ run eval_gone classification_pyt evaluate -e {cls} results_dir={d}/gone \\
 run export classification_pyt export -e {cls} results_dir={d}/cls \\
   export.checkpoint={d}/cls/train/classifier_model_latest.pth export.onnx_file={d}/model.onnx
 run defaults dino default_specs
+run rtdetr_train rtdetr train -e {rtdetr} results_dir={d}/rt train.num_epochs=1
+run rtdetr_infer rtdetr inference -e {rtdetr} results_dir={d}/rt \
+  inference.checkpoint={d}/rt/train/rtdetr_model_latest.pth
 # SIGTERM to every process of the command, as slurmstepd sends it at a stop; then wait until
 # the last of them has exited.
 setsid dino train -e {dino} results_dir={d}/dino train.num_epochs=6 >{d}/dino_term.out 2>&1 &
@@ -187,6 +190,7 @@ def test_tao_cli_errors_subtasks_sigterm_and_tensorboard_in_one_container() -> N
         d=d,
         cls=info["tao"]["example_specs"]["classification_pyt"],
         dino=info["tao"]["example_specs"]["dino"],
+        rtdetr=info["tao"]["example_specs"]["rtdetr"],
         port=port,
     )
     with sandbox.ngc_credentials():
@@ -260,6 +264,9 @@ def test_tao_cli_errors_subtasks_sigterm_and_tensorboard_in_one_container() -> N
     )
     assert rc("export") == 0 and json.loads((d / "model.onnx").read_text())["epoch"] == 1
     assert rc("defaults") == 0 and "train:\n" in out("defaults")
+    # The sandbox's example specs fit their schemas (RT-DETR's differs from DINO's).
+    assert rc("rtdetr_train") == 0 and rc("rtdetr_infer") == 0, out("rtdetr_train")
+    assert (d / "rt" / "inference" / "results.json").is_file()
     # SIGTERM to every process (as SLURM sends it): the launcher dies at once (143); Lightning
     # stops after the batch, DINO's exception checkpoint becomes the latest, and the status file
     # ends without a FAILURE line or a "finished" line.

@@ -253,6 +253,19 @@ def _must_exist(path: Any) -> str:
     return path
 
 
+def source_paths(value: Any) -> list[Any]:
+    """The paths in a data-source value: a path, a list of sources, or a source (a mapping whose
+    ``*_dir``/``*_file``/``classmap`` entries are paths)."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_list(value):
+        return [p for item in value for p in source_paths(item)]
+    if OmegaConf.is_dict(value):
+        keys = [k for k in value if str(k).endswith(("_dir", "_file")) or k == "classmap"]
+        return [p for k in keys for p in source_paths(value[k])]
+    return [value]
+
+
 def check_data(net: Network, action: str, cfg: Any) -> int:
     """Every dataset path the action reads must exist (a missing one is TAO's "File system
     error"); returns the number of samples of the first source (train: the epoch's size)."""
@@ -261,18 +274,18 @@ def check_data(net: Network, action: str, cfg: Any) -> int:
     samples = 0
     for key in data_sources(net.name, action):
         value = OmegaConf.select(cfg, key)
-        if value is None or value == "":
-            raise FileNotFoundError(2, "No such file or directory", "" if value is None else value)
-        if OmegaConf.is_list(value):
-            for source in value:
-                _must_exist(source.get("image_dir"))
-                ann = _must_exist(source.get("json_file"))
-                if not samples:
-                    samples = coco_images(ann) or count_images(source["image_dir"])
-        else:
-            _must_exist(value)
-            if not samples and os.path.isdir(value):
-                samples = count_images(value)
+        paths = source_paths(value) if value is not None else [""]
+        for path in paths or [""]:
+            _must_exist("" if path is None else path)
+        if samples:
+            continue
+        first = value[0] if OmegaConf.is_list(value) and len(value) else value
+        if OmegaConf.is_dict(first):
+            samples = coco_images(str(first.get("json_file", ""))) or count_images(
+                str(first.get("image_dir", ""))
+            )
+        elif isinstance(first, str) and os.path.isdir(first):
+            samples = count_images(first)
     return samples
 
 
