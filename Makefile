@@ -59,8 +59,8 @@ test-unit: venv test-tools ## Unit and TUI tests only (no cluster)
 
 .PHONY: check
 check: venv ## Lint, format check and mypy --strict
-	$(BIN)/ruff check tao_slurm_tui tests bench
-	$(BIN)/ruff format --check tao_slurm_tui tests bench
+	$(BIN)/ruff check tao_slurm_tui tests bench scripts/sandbox scripts/sandbox/bin/nvidia-smi
+	$(BIN)/ruff format --check tao_slurm_tui tests bench scripts/sandbox scripts/sandbox/bin/nvidia-smi
 	$(BIN)/mypy
 
 .PHONY: bench

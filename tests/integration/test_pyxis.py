@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import fcntl
 import json
 import os
 import pwd
@@ -44,7 +43,7 @@ from tests.integration.monitor_helpers import PROFILE, Harness, unique
 
 pytestmark = pytest.mark.slow
 
-CREDS_LOCK = "/tmp/tao-creds-test.lock"
+CREDS_LOCK = sandbox.CREDS_LOCK
 CREDENTIALS = Path(sandbox.HOME) / ".config" / "enroot" / ".credentials"
 PULL = 420.0
 """Bound for a job that pulls the image: a first pull on a busy 2-core machine takes ~1 min,
@@ -69,12 +68,8 @@ def key_installed(key: str) -> bool:
 
 @contextlib.contextmanager
 def creds_lock(exclusive: bool) -> Iterator[None]:
-    with open(CREDS_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with sandbox.flocked(CREDS_LOCK, exclusive):
+        yield
 
 
 @pytest.fixture

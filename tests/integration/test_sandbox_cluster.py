@@ -110,10 +110,12 @@ def test_status_reports_everything_up() -> None:
     up = {tuple(line.split()[:2]) for line in result.stdout.splitlines()}
     nodes = sandbox.info()["nodes"]
     assert len(nodes) >= 2
-    daemons = ["munged", "mariadbd", "slurmdbd", "slurmctld", "registry", "sshd"]
+    daemons = ["munged", "mariadbd", "slurmdbd", "slurmctld", "slurmctld-backup", "registry"]
+    daemons += ["sshd", "sshd-login2", "sshd-mfa"]
     for daemon in daemons + [f"slurmd-{node}" for node in nodes]:
         assert (daemon, "up") in up, result.stdout
     assert ("registry", "ok") in up and ("ssh", "ok") in up, result.stdout
+    assert "ssh login2     ok" in result.stdout and "ssh mfa        ok" in result.stdout
 
 
 def test_info_json_is_the_contract_and_its_paths_exist() -> None:
@@ -131,7 +133,28 @@ def test_info_json_is_the_contract_and_its_paths_exist() -> None:
         "demo_image",
         "ngc_key_file",
         "container_runtime",
+        "mfa",
+        "login_hosts",
+        "controllers",
+        "priority",
+        "small_fs",
+        "small_home",
+        "gpu_load_dir",
+        "tao",
     }
+    assert set(info["mfa"]) >= {
+        "user", "host", "port", "key", "known_hosts", "totp_secret_file", "auth_log",
+    }  # fmt: skip
+    for path in (info["mfa"]["key"], info["mfa"]["known_hosts"], info["mfa"]["auth_log"]):
+        assert Path(path).is_file(), path
+    assert [h["name"] for h in info["login_hosts"]] == ["login1", "login2"]
+    assert info["controllers"]["in_control"] in {"tao-ctl", "tao-ctl2"}
+    assert Path(info["small_fs"]["path"]).is_dir() and Path(info["small_home"]["home"]).is_dir()
+    assert Path(info["gpu_load_dir"]).is_dir()
+    assert info["tao"]["image"] == info["demo_image"]
+    assert {"classification_pyt", "dino"} <= set(info["tao"]["networks"])
+    for spec in info["tao"]["example_specs"].values():
+        assert Path(spec).is_file(), spec
     assert set(info["ssh"]) == {"user", "host", "port", "key", "known_hosts"}
     assert info["ssh"]["user"] == sandbox.USER and info["ssh"]["port"] == sandbox.PORT
     assert info["ssh"]["host"] == sandbox.HOST

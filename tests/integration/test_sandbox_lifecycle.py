@@ -17,8 +17,8 @@ from tests import sandbox
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
-PORTS = {2222, 5000, 6817, 6818, 6819}
-"""sshd, the registry, slurmctld, slurmd, slurmdbd."""
+PORTS = {2222, 2223, 5000, 6817, 6818, 6819}
+"""sshd (both login hosts), the MFA sshd, the registry, slurmctld, slurmd, slurmdbd."""
 DAEMON_EXES = {
     "/usr/sbin/slurmctld",
     "/usr/sbin/slurmd",
@@ -75,9 +75,12 @@ def test_down_leaves_nothing_behind_and_up_restores_everything() -> None:
     nodes = sandbox.info()["nodes"]
     run("down")
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert not set(nodes) & {line.split()[0] for line in netns.splitlines() if line}, netns
+    assert not {*nodes, "tao-ctl2"} & {line.split()[0] for line in netns.splitlines() if line}
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    assert not re.search(r"taobr0|veth-tao-n", links), links
+    assert not re.search(r"taobr0|veth-tao-", links), links
+    mounts = Path("/proc/self/mounts").read_text()
+    info = sandbox.info()
+    assert info["small_fs"]["mount"] not in mounts and info["small_home"]["mount"] not in mounts
     assert not daemon_processes()
     assert not PORTS & listening_ports()
     assert "tao-slurm-tui sandbox" not in Path("/etc/hosts").read_text()
