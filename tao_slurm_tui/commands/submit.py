@@ -15,7 +15,7 @@ import json
 
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.models import SubmitResult
-from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.core.spec import SpecDraft
 from tao_slurm_tui.services.backend import Backend, SubmitStage
 
 
@@ -35,12 +35,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _submit(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> SubmitResult:
-    spec = load_spec(args.spec)
+    draft = SpecDraft.from_file(args.spec)
 
     def progress(stage: SubmitStage, detail: str) -> None:
         print(f"[{stage}] {detail}", file=ctx.stderr, flush=True)
 
-    return await backend.submit(spec, progress, dry_run=args.dry_run)
+    # The cluster's own MaxTime decides the wall time (a cached table for an hour; offline the
+    # cached or packaged one), so the spec is resolved once, against it.
+    await backend.partition_limits()
+    job = backend.resolve(draft).require()
+    return await backend.submit(job, progress, dry_run=args.dry_run)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
