@@ -392,3 +392,26 @@ async def test_a_gpu_type_lands_on_a_node_of_that_type_and_an_unknown_one_is_exp
     assert "Requested node configuration is not available" in text
     assert "1 v100 GPU(s)" in text and "tao-slurm-tui capacity" in text
     assert store.get("sandbox", other) is None and live_jobs_named(other) == []
+
+
+def test_cli_refuses_a_gpu_type_no_node_has_before_anything_is_staged(
+    cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Named in the spec, a GPU type is checked against the cluster's nodes (one capacity
+    round trip) by the same rule as the composer's: one sentence, exit 2, nothing staged."""
+    cfg = write_config(tmp_path)
+    name = unique("it-v100")
+    spec_file = tmp_path / "spec.toml"
+    spec_file.write_text(
+        f"name = '{name}'\nimage = 'nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt'\n"
+        "command = 'hostname'\nnum_gpus = 1\ncpus_per_task = 1\ntime_hours = 1\n"
+        "use_sqsh = false\ngpu_type = 'v100'\n"
+    )
+    assert main(["--config", str(cfg), "submit", str(spec_file)]) == 2
+    err = capsys.readouterr().err
+    assert "No node of partition 'polar' has GPU type 'v100' (it has a100, h100)" in err
+    assert err.count("\n") == 1
+    assert staged_files(JobPaths(sandbox.RESULTS, name)) == [] and jobs_named(name) == set()
+    spec_file.write_text(spec_file.read_text().replace("'v100'", "'h100'"))
+    assert main(["--config", str(cfg), "submit", str(spec_file), "--dry-run"]) == 0
+    assert "#SBATCH --gres=gpu:h100:1" in capsys.readouterr().out

@@ -289,6 +289,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     "wall time": (_fake_case(time_hours=10), "time_hours"),
     "bad name": (_fake_case(name="bad name!"), "name"),
     "name taken": (_fake_case(name="detect-ok"), "name"),
+    "gpu type": (_fake_case(gpu_type="h100"), "gpu_type"),
     "step wall time": (
         _fake_case(
             time_hours=2,

@@ -39,6 +39,13 @@ class SpecDraft:
     """The directory relative paths in the spec are read from (a spec file's directory; for
     the ``[tao]`` table's ``spec_file``); None: the current directory."""
 
+    def asks_for_gpu_type(self) -> bool:
+        """Whether the job or one of its ``[[then]]`` steps names a GPU type: only then has
+        the GPU-type rule anything to judge, so only then need a front fetch the capacity."""
+        steps = self.table.get("then")
+        tables = [self.table, *(steps if isinstance(steps, list) else [])]
+        return any(isinstance(t, Mapping) and t.get("gpu_type") for t in tables)
+
     @classmethod
     def from_text(
         cls, text: str, *, source: str = "spec", base_dir: Path | None = None
