@@ -148,6 +148,22 @@ def test_too_long_step_id_is_refused() -> None:
     assert "longer than 64 characters" in resolution.by_field()["then"]
 
 
+def test_a_clone_of_the_stored_steps_is_the_same_pipeline() -> None:
+    """The store keeps each step's resolved spec; the queue's clone writes the pipeline back
+    from them (every step's own resources, its GPU type too) and resolves to the same jobs."""
+    job = resolved(
+        PIPELINE_TOML.replace(
+            "num_gpus = 1\n", 'num_gpus = 1\ngpu_type = "a100"\ncpus_per_task = 2\n'
+        )
+    )
+    records = [step.record("p", submitted=True) for step in job.steps]
+    clone = resolved_table(pipelines.pipeline_spec(records))
+    dumps = [[s.spec.model_dump(mode="json") for s in j.steps] for j in (clone, job)]
+    assert dumps[0] == dumps[1]
+    assert [s.plan for s in clone.steps] == [s.plan for s in job.steps]
+    assert clone.steps[1].plan.shape.gres == "gpu:a100:1"
+
+
 # ------------------------------------------------------------------------------------ render
 
 
