@@ -16,7 +16,7 @@ step comes back with :func:`stored_step` (no rule runs again). See
 
 from __future__ import annotations
 
-from tao_slurm_tui.core.spec.draft import SpecDraft, default_spec
+from tao_slurm_tui.core.spec.draft import SpecDraft, default_spec, read_spec_text
 from tao_slurm_tui.core.spec.model import (
     DEFAULT_IMAGE,
     FIELDS,
@@ -49,6 +49,7 @@ __all__ = [
     "SpecDraft",
     "StepSpec",
     "default_spec",
+    "read_spec_text",
     "resolve",
     "stored_step",
 ]

@@ -5,8 +5,8 @@ the name sentences use for it and the directory relative paths in it are read fr
 file can fail only on the file itself (missing, binary, not TOML, nested too deeply); whether
 the table is a valid spec is :func:`tao_slurm_tui.core.spec.resolve`'s question.
 
-Reading a file is the one piece of I/O here (``from_file``), at the edge where a front hands a
-path in; nothing else in :mod:`tao_slurm_tui.core.spec` touches a file.
+Reading a file is the one piece of I/O here (``from_file``, :func:`read_spec_text`), at the edge
+where a front hands a path in; nothing else in :mod:`tao_slurm_tui.core.spec` touches a file.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class SpecDraft:
                 deeply (one sentence naming the file).
         """
         file = Path(path)
-        return cls.from_text(_read_text(file), source=str(file), base_dir=file.parent)
+        return cls.from_text(read_spec_text(file), source=str(file), base_dir=file.parent)
 
 
 def too_deep(source: str) -> str:
@@ -87,7 +87,14 @@ def too_deep(source: str) -> str:
     )
 
 
-def _read_text(file: Path) -> str:
+def read_spec_text(path: str | Path) -> str:
+    """The text of a local spec file (a ``SPEC.toml``, or the YAML experiment spec a ``[tao]``
+    table names).
+
+    Raises:
+        BadInput: missing, a directory, unreadable, or not UTF-8 text (a binary file).
+    """
+    file = Path(path)
     try:
         raw = file.read_bytes()
     except FileNotFoundError:
