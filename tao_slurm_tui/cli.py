@@ -66,10 +66,16 @@ def _run_tui(ctx: CliContext, spec_path: str | None = None) -> int:
 
     spec = None
     if spec_path:
-        from tao_slurm_tui.core.spec import load_spec
+        from tao_slurm_tui.core.spec import SpecDraft, resolve
+        from tao_slurm_tui.errors import BadInput
 
-        # Checked before the screen opens: a bad file is one sentence and exit 2 (BadInput).
-        spec = load_spec(spec_path).model_dump(mode="json")
+        # Checked before the screen opens: a file that is not a spec is one sentence and exit
+        # 2; what the profile or the cluster say of it, the composer shows at its fields.
+        draft = SpecDraft.from_file(spec_path)
+        profile = ctx.config.profile(ctx.profile_override, allow_new=True)
+        if problem := resolve(draft, profile).schema_sentence():
+            raise BadInput(problem)
+        spec = dict(draft.table)
     return run_app(ctx.config, ctx.profile_override, spec=spec)
 
 

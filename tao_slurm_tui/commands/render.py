@@ -2,8 +2,7 @@
 
 Partition limits come from the cached (or packaged) list; partition/account fallbacks, the wall
 time, timeout and requeue defaults, the container runtime and the results root come from the
-selected profile. A bad spec exits 2 naming the
-field.
+selected profile. A bad spec exits 2 naming the field.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from tao_slurm_tui.commands.context import CliContext
-from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.core.spec import SpecDraft
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,5 +30,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         BadInput: the spec is missing, not TOML, invalid, or asks for more than its partition
             allows.
     """
-    ctx.stdout.write(ctx.backend.render(load_spec(args.spec), entrypoint=args.entrypoint))
+    # A render opens no state DB, so the name is not checked against the jobs submitted.
+    job = ctx.backend.resolve(SpecDraft.from_file(args.spec), names=False).require()
+    ctx.stdout.write(ctx.backend.render(job, entrypoint=args.entrypoint))
     return 0

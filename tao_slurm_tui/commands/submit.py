@@ -11,11 +11,13 @@ partition's real MaxTime), prints the batch script and stages nothing. Exit code
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.models import SubmitResult
-from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.core.spec import SpecDraft
+from tao_slurm_tui.errors import OperationFailed
 from tao_slurm_tui.services.backend import Backend, SubmitStage
 
 
@@ -35,12 +37,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _submit(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> SubmitResult:
-    spec = load_spec(args.spec)
+    draft = SpecDraft.from_file(args.spec)
 
     def progress(stage: SubmitStage, detail: str) -> None:
         print(f"[{stage}] {detail}", file=ctx.stderr, flush=True)
 
-    return await backend.submit(spec, progress, dry_run=args.dry_run)
+    # The rules judge against what the cluster says, as the composer's do: its own MaxTime (a
+    # cached table for an hour; offline the cached or packaged one) and, when a GPU type is
+    # asked for, its nodes' GPU types. Then the spec is resolved once.
+    await backend.partition_limits()
+    if draft.asks_for_gpu_type():
+        with contextlib.suppress(OperationFailed):  # unknown: SLURM judges it at submit
+            await backend.capacity()
+    job = backend.resolve(draft).require()
+    return await backend.submit(job, progress, dry_run=args.dry_run)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -122,7 +122,8 @@ class JobRecord:
     profile: str
     """Profile the job was submitted with."""
     spec: dict[str, Any] = field(default_factory=dict)
-    """The validated spec as a JSON dict."""
+    """The resolved spec as a JSON dict (a pipeline's step: its own spec, merged with the
+    pipeline's first step)."""
     base_results_dir: str = ""
     """Remote root of the job's files."""
     status: TaoStatus = TaoStatus.PENDING
@@ -142,6 +143,9 @@ class JobRecord:
     """The pipeline the job is a step of (the first step's id); '' for a single job."""
     pipeline_step: int = 0
     """Index of the step in its pipeline (0 = the first step)."""
+    plan: dict[str, Any] = field(default_factory=dict)
+    """The launch plan the job was resolved to, as JSON (``core.launch.LaunchPlan``): a retry
+    renders it again. Empty for jobs stored before plans were stored."""
 
     @property
     def latest(self) -> Attempt | None:

@@ -9,17 +9,9 @@ from typing import Any
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.slurm import explain_reason
+from tao_slurm_tui.core.spec import STEP_FIELDS as THEN_KEYS
 
-STEP_FIELDS = (
-    "command",
-    "num_nodes",
-    "num_gpus",
-    "cpus_per_task",
-    "time_hours",
-    "timeout_hours",
-    "partition",
-    "specs",
-)
+STEP_FIELDS = tuple(key for key in THEN_KEYS if key not in ("action", "env"))
 """The job-spec fields a ``[[then]]`` step may set (besides ``action`` and ``env``)."""
 
 

@@ -16,9 +16,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Switch, TextArea
 
-from tao_slurm_tui.core.capacity_report import gpu_type_problem
 from tao_slurm_tui.core.partitions import PartitionLimits
-from tao_slurm_tui.core.spec import parse_spec_table, read_spec_text, too_deep, validate_spec
+from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
@@ -55,26 +54,6 @@ def estimate_key(spec: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(spec.get(key, "")) for key in ESTIMATE_FIELDS)
 
 
-def spec_for_form(
-    data: dict[str, Any], defaults: dict[str, Any], *, source: str = "spec"
-) -> dict[str, Any]:
-    """A loaded spec with every field, as the form shows it.
-
-    A valid file gets the spec's own defaults for the keys it leaves out (a shortened wall time
-    brings its matching timeout); an invalid one is shown as written over ``defaults`` so the
-    inline errors point at what to fix.
-
-    Raises:
-        BadInput: the table is nested too deeply to validate.
-    """
-    try:
-        return validate_spec(data).model_dump(mode="json")
-    except BadInput:
-        return {**defaults, **data}
-    except RecursionError:
-        raise BadInput(too_deep(source)) from None
-
-
 class ComposerScreen(Screen[str | None]):
     """Every spec field, validated as you type, beside the sbatch it renders to."""
 
@@ -100,19 +79,26 @@ class ComposerScreen(Screen[str | None]):
     stages = getters.query_one("#stages", Label)
     submit_button = getters.query_one("#submit", Button)
 
-    def __init__(self, ctx: UiContext, spec: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, ctx: UiContext, spec: dict[str, Any] | None = None, *, base_dir: Path | None = None
+    ) -> None:
         """Create the composer.
 
         Args:
             ctx: Back end, settings and clock.
-            spec: Initial spec (a clone, a loaded file); the profile's defaults otherwise.
+            spec: Initial spec table (a clone, a file); the profile's defaults otherwise.
+            base_dir: The directory relative paths in ``spec`` are read from (a file's).
         """
         super().__init__()
         self.ctx = ctx
         self.initial = spec if spec is not None else ctx.backend.default_spec()
+        self.base_dir = base_dir
+        """Where relative paths of the spec are read from (set by Load)."""
         self.limits: PartitionLimits = {}
         self.errors: dict[str, str] = {}
         """Current problems by field ('' key: not tied to a field)."""
+        self.resolution = Resolution("spec")
+        """What the back end made of the form last (its job, when every field is right)."""
         self.submitting = False
         self._preview_timer: Timer | None = None
         self.touched: set[str] = set()
@@ -151,7 +137,7 @@ class ComposerScreen(Screen[str | None]):
 
     def on_mount(self) -> None:
         """Fill the form, validate, preview; fetch the partitions' MaxTime."""
-        self._load_form(self.initial)
+        self._load_form(self.form_values(SpecDraft(self.initial, base_dir=self.base_dir)))
         # Typing starts in the name field: unfocused, letters would reach the app's bindings.
         self.query_one("#f-name", Input).focus()
         self.call_after_refresh(self._changed, True)
@@ -162,6 +148,19 @@ class ComposerScreen(Screen[str | None]):
         """Have the back end fetch the partitions' MaxTime, then check the wall time again."""
         self.limits = await self.ctx.backend.partition_limits()
         self._validate()
+
+    def form_values(self, draft: SpecDraft) -> dict[str, Any]:
+        """A draft with every field, as the form shows it.
+
+        A spec (even one a rule refuses: a name taken) gets the spec's own defaults for the
+        keys it leaves out (a shortened wall time brings its matching timeout); a table that
+        is not a spec is shown as written over the profile's defaults, so the inline errors
+        point at what to fix.
+        """
+        spec = self.ctx.backend.resolve(draft).spec
+        if spec is not None:
+            return spec.model_dump(mode="json")
+        return {**self.ctx.backend.default_spec(), **draft.table}
 
     def _load_form(self, spec: dict[str, Any]) -> None:
         self.form.load(spec)
@@ -215,26 +214,26 @@ class ComposerScreen(Screen[str | None]):
         self._estimated = key
         self.estimate.show_waiting()
         if immediate:
-            self.run_estimate(self.current_spec())
+            self._estimate_now()
         else:
-            self._estimate_timer = self.set_timer(
-                self.estimate_delay, lambda: self.run_estimate(self.current_spec())
-            )
+            self._estimate_timer = self.set_timer(self.estimate_delay, self._estimate_now)
 
-    # A fixed description rather than repr(spec): the env values may hold tokens.
+    def _estimate_now(self) -> None:
+        # The form as it is now (every change re-validates, and stops this timer when a
+        # field went wrong meanwhile).
+        job = self.resolution.job
+        if job is not None and not self.errors:
+            self.run_estimate(job, estimate_key(self.current_spec()))
+
+    # A fixed description rather than repr(job): the env values may hold tokens.
     @work(exclusive=True, group="estimate", exit_on_error=False, description="start estimate")
-    async def run_estimate(self, spec: dict[str, Any]) -> None:
+    async def run_estimate(self, job: ResolvedJob, key: tuple[str, ...]) -> None:
         """One estimate (one round trip); an answer for an older form is dropped."""
-        key = estimate_key(spec)
         try:
-            result = await self.ctx.backend.start_estimate(spec)
+            result = await self.ctx.backend.start_estimate(job)
         except TaoError as error:
             if key == self._estimated:
                 self.estimate.show_unavailable(f"No estimate: {error}")
-                if isinstance(error, BadInput):
-                    # Asked in the middle of an edit the key does not cover (a follow-up
-                    # action added, its name not typed yet): the next edit asks again.
-                    self._estimated = None
             return
         if key == self._estimated:
             self.estimate.show_estimate(result)
@@ -247,49 +246,34 @@ class ComposerScreen(Screen[str | None]):
     def _validate(self) -> dict[str, str]:
         spec, parse_errors = self.form.spec()
         self.touched |= {key for key, value in spec.items() if value != self.loaded.get(key)}
-        # The back end checks the wall time too, against the limits it knows (see load_limits).
-        errors = self.ctx.backend.validate_spec(spec)
-        errors.update(parse_errors)
-        report = self.ctx.backend.cached_capacity()  # known once an estimate or a view fetched it
-        if report is not None and "gpu_type" not in errors and "partition" not in errors:
-            chosen = str(spec.get("partition") or "")
-            parts = [p for p in chosen.split(",") if p] or self.ctx.backend.profile.partitions
-            problem = gpu_type_problem(report, parts, str(spec.get("gpu_type") or ""))
-            if problem:
-                errors["gpu_type"] = problem
-        name = str(spec.get("name") or "")
-        if "name" not in errors and name in self._taken_names():
-            errors["name"] = f"A job named {name!r} exists already; pick another name."
+        # Every rule is the back end's (the CLI's too): the wall time against the limits it
+        # knows (see load_limits), the GPU type against the capacity once an estimate or a
+        # view fetched it, the name against the jobs submitted.
+        self.resolution = self.ctx.backend.resolve(SpecDraft(spec, base_dir=self.base_dir))
+        errors = self.resolution.by_field()
+        errors.update(parse_errors)  # what does not even parse, in the form's own words
         self.errors = errors
         # Not a wall of red for a form nobody typed in yet: a field's problem shows once it
         # was edited, every problem once a submit was tried or a file loaded.
         shown = errors if self.show_all else {k: m for k, m in errors.items() if k in self.touched}
         self.form.show_errors(shown)
         keys = {field.key for field in FIELDS} | {"then"}  # the steps editor shows its own
-        loose = [f"{k}: {m}" for k, m in errors.items() if k not in keys]
+        loose = [f"{k}: {m}" if k else m for k, m in errors.items() if k not in keys]
         self.problems.update("\n".join(in_words(line) for line in loose))
         self.query_one("#drop-extra").display = bool(self.form.extra)
         self.submit_button.disabled = self.submitting
         return errors
 
-    def _taken_names(self) -> set[str]:
-        # The store's jobs of this profile (no round trip): submit would refuse these names.
-        return {job.id for job in self.ctx.backend.jobs()}
-
     def _render_preview(self) -> None:
         count = len(self.errors)
-        if count:
+        job = self.resolution.job
+        if count or job is None:
             shown = self.show_all or bool(self.touched & set(self.errors))
             self.preview.show_problem(
                 f"{count} field{'s' if count > 1 else ''} to fix", alarm=shown
             )
             return
-        try:
-            script = self.ctx.backend.render(self.current_spec())
-        except TaoError as error:
-            self.preview.show_problem(str(error))
-            return
-        self.preview.show_script(script)
+        self.preview.show_script(self.ctx.backend.render(job))
 
     # ------------------------------------------------------------------ submit
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -316,9 +300,12 @@ class ComposerScreen(Screen[str | None]):
                 self.query_one(f"#{first}").focus()
             self.notify("Fix the fields marked in red first.", severity="error")
             return
+        job = self.resolution.job
+        if job is None:  # every field right, yet not resolved: cannot happen
+            return
         self.submitting = True
         self.submit_button.disabled = True
-        self.submit_spec(self.current_spec())
+        self.submit_spec(job)
 
     def _stage(self, stage: SubmitStage, detail: str = "") -> None:
         order = list(SubmitStage)
@@ -330,13 +317,13 @@ class ComposerScreen(Screen[str | None]):
         ]
         self.stages.update("\n".join(marks))
 
-    # A fixed description rather than repr(spec): the env values may hold tokens.
+    # A fixed description rather than repr(job): the env values may hold tokens.
     @work(exclusive=True, group="submit", exit_on_error=False, description="submit the job")
-    async def submit_spec(self, spec: dict[str, Any]) -> None:
+    async def submit_spec(self, resolved: ResolvedJob) -> None:
         """Submit with visible stages; a refusal keeps the form and shows SLURM's message."""
         self.stages.remove_class("-failed")
         try:
-            job = await self.ctx.backend.submit(spec, self._stage)
+            job = await self.ctx.backend.submit(resolved, self._stage)
         except TaoError as error:
             self.stages.add_class("-failed")
             self.stages.update(f"Not submitted: {error}")
@@ -363,15 +350,14 @@ class ComposerScreen(Screen[str | None]):
         def chosen(path: str | None) -> None:
             if not path:
                 return
-            file = Path(path).expanduser()
             try:
-                data = parse_spec_table(read_spec_text(file), source=str(file))
-                spec = spec_for_form(data, self.ctx.backend.default_spec(), source=str(file))
+                draft = SpecDraft.from_file(Path(path).expanduser())
             except BadInput as error:
                 # A binary file, bad TOML, nesting too deep: say so, keep the form as it is.
                 self.notify(str(error), severity="error")
                 return
-            self._load_form(spec)
+            self.base_dir = draft.base_dir
+            self._load_form(self.form_values(draft))
             self.show_all = True  # a file's problems are worth showing at once
             self._changed(immediate=True)
             self.notify(f"Loaded {path}.")

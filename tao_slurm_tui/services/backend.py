@@ -18,7 +18,7 @@ Conventions every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -31,7 +31,7 @@ from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.secrets import Secret
-from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import TaoError
 
@@ -65,7 +65,8 @@ class LogBatch:
 
 
 ProgressCallback = Callable[[SubmitStage, str], None]
-"""Called as each submit stage starts, with one line of detail."""
+"""``on_progress(stage, detail)``: called as a submission goes on, with one line of detail
+(the one progress type of a submission, from the back end down to the image service)."""
 
 
 @runtime_checkable
@@ -209,48 +210,51 @@ class Backend(Protocol):
         ...
 
     def default_spec(self) -> dict[str, Any]:
-        """A spec dict with the profile's defaults, for a new job in the composer."""
+        """A spec table with the profile's defaults, for a new job in the composer."""
         ...
 
-    def validate_spec(self, data: Mapping[str, Any]) -> dict[str, str]:
-        """Validate a spec dict without network access.
+    def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
+        """Check a draft against every rule and plan it on the profile (no network).
+
+        The rules see what the back end knows now: the partitions' MaxTime as last fetched
+        by :meth:`partition_limits` (else the cached or packaged list), the capacity report
+        while it is fresh, and -- with ``names`` -- the jobs of the state DB (``render`` opens
+        no state DB, so it passes False).
 
         Returns:
-            ``{field: one-sentence message}``, empty when the spec is valid.
+            The resolved job, or the problems by field (and as one sentence).
         """
         ...
 
     async def partition_limits(self) -> PartitionLimits:
-        """MaxTime in seconds of the cluster's partitions (None when unlimited)."""
+        """Fetch the MaxTime in seconds of the cluster's partitions (None when unlimited); the
+        next :meth:`resolve` checks wall times against them."""
         ...
 
-    def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
-        """The sbatch script (or the staged entrypoint) the spec would submit (no network).
-
-        A spec that leaves out the wall time, timeout or requeue gets the profile's.
-
-        Raises:
-            BadInput: the spec is invalid (the message names the field).
-        """
+    def render(self, job: ResolvedJob, *, entrypoint: bool = False) -> str:
+        """The sbatch script (or the staged entrypoint) the job would submit (no network); a
+        pipeline's every step under a header line."""
         ...
 
     async def submit(
         self,
-        spec: Mapping[str, Any] | JobSpec,
+        job: ResolvedJob,
         on_progress: ProgressCallback,
         *,
         dry_run: bool = False,
     ) -> SubmitResult:
-        """Validate (remote paths too), stage and submit exactly once; report each stage.
+        """Check (the cluster's side: input paths, the name there), stage and submit exactly
+        once; report each stage.
 
-        With ``dry_run`` everything is checked and the script rendered; nothing is staged.
+        With ``dry_run`` the job is checked and its script rendered; nothing is staged.
 
-        A spec with ``[[then]]`` steps is a pipeline: every step is submitted, each held by
+        A job with ``[[then]]`` steps is a pipeline: every step is submitted, each held by
         SLURM until the previous one completed (``afterok``); the result is the first step's,
         the others in ``steps``.
 
         Raises:
-            BadInput: the spec or the profile is invalid, or an input path does not exist.
+            BadInput: the profile is incomplete, an input path does not exist, or the name is
+                taken on the cluster.
             OperationFailed: SLURM refused the job (its message is in the sentence).
         """
         ...
@@ -268,12 +272,11 @@ class Backend(Protocol):
         """
         ...
 
-    async def start_estimate(self, spec: Mapping[str, Any]) -> StartEstimate:
-        """SLURM's start estimate for the spec as it would be submitted (no job is created),
-        with hints about what would start sooner.
+    async def start_estimate(self, job: ResolvedJob) -> StartEstimate:
+        """SLURM's start estimate for the job as it would be submitted (no job is created;
+        a pipeline: its first step), with hints about what would start sooner.
 
         Raises:
-            BadInput: the spec is invalid (the message names the field).
             OperationFailed: the cluster could not be reached.
         """
         ...

@@ -5,14 +5,15 @@ per profile (by :func:`tao_slurm_tui.services.session.open_backend`), it owns th
 :class:`~tao_slurm_tui.remote.connection.Connection`, the
 :class:`~tao_slurm_tui.services.store.JobStore`, the submitter, the monitor, the log tailer, the
 credentials and the doctor. Every front (each CLI verb, each screen) is a call on it; it adds no
-rules of its own beyond applying the profile to what the fronts pass in.
+rules of its own: a spec is resolved (:func:`tao_slurm_tui.core.spec.resolve`) against the
+profile and what the back end knows (partition limits, the state DB's jobs, the capacity).
 
 Nothing is opened until first use: ``render`` touches neither the network nor the state DB.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from functools import cached_property
 from typing import Any
 
@@ -24,14 +25,21 @@ from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.render import render_pipeline, render_steps
+from tao_slurm_tui.core.render import render_job, render_sbatch
 from tao_slurm_tui.core.secrets import Secret
-from tao_slurm_tui.core.spec import JobSpec, default_spec, spec_errors_for_profile, spec_for
+from tao_slurm_tui.core.spec import (
+    Resolution,
+    ResolveContext,
+    ResolvedJob,
+    SpecDraft,
+    default_spec,
+    resolve,
+)
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
-from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback, SubmitStage
+from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.capacity_cache import CapacityCache
 from tao_slurm_tui.services.history import HistoryService
@@ -242,9 +250,15 @@ class ClusterBackend:
         """A new job with the profile's defaults."""
         return default_spec(self._profile)
 
-    def validate_spec(self, data: Mapping[str, Any]) -> dict[str, str]:
-        """Field errors of a spec dict, wall time against the partition limits known so far."""
-        return spec_errors_for_profile(data, self._profile, self._limits())
+    def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
+        """Every rule on the draft, with the limits, capacity and (``names``) jobs known now."""
+        context = ResolveContext(
+            partition_limits=self._limits(),
+            jobs={job.id: job for job in self.store.list_jobs(self._name)} if names else {},
+            profile_name=self._name,
+            capacity=self.capacities.fresh(),
+        )
+        return resolve(draft, self._profile, context)
 
     def _limits(self) -> PartitionLimits:
         # The cluster's table once partition_limits() fetched it; before that the cached or
@@ -261,33 +275,25 @@ class ClusterBackend:
             return offline_limits(self._profile)
         return self._live_limits
 
-    def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
-        """The sbatch script (or the staged entrypoint) the spec would submit (no network)."""
-        valid = spec_for(spec, self._profile)
-        return render_pipeline(
-            valid, self._profile, entrypoint=entrypoint, partition_limits=self._limits()
-        )
+    def render(self, job: ResolvedJob, *, entrypoint: bool = False) -> str:
+        """The sbatch script (or the staged entrypoint) the job would submit (no network)."""
+        return render_job(job, entrypoint=entrypoint)
 
     async def submit(
         self,
-        spec: Mapping[str, Any] | JobSpec,
+        job: ResolvedJob,
         on_progress: ProgressCallback,
         *,
         dry_run: bool = False,
     ) -> SubmitResult:
-        """Validate (remote paths too), stage and submit exactly once."""
-        valid = spec_for(spec, self._profile)
+        """Check, stage and submit exactly once (a dry run: check and render)."""
         missing = self._profile.missing_required()
         if missing:
             raise BadInput(
                 f"profile '{self._name}' has no {', '.join(missing)}; {how_to_create(self._name)} "
                 "(or set the SLURM_* environment variables)."
             )
-
-        def progress(stage: str, detail: str) -> None:
-            on_progress(SubmitStage(stage), detail)
-
-        return await self.submitter.submit_pipeline(valid, dry_run=dry_run, on_progress=progress)
+        return await self.submitter.submit(job, dry_run=dry_run, on_progress=on_progress)
 
     # ------------------------------------------------------------------ capacity
 
@@ -299,12 +305,10 @@ class ClusterBackend:
         """The cluster's capacity in one round trip (kept for the composer's block hint)."""
         return await self.capacities.refresh()
 
-    async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
-        """sbatch --test-only on the script the spec renders to (one round trip); for a
+    async def start_estimate(self, job: ResolvedJob) -> StartEstimate:
+        """sbatch --test-only on the script the job renders to (one round trip); for a
         pipeline its first step's (the later ones start when the one before them ends)."""
-        script = render_steps(
-            spec_for(spec, self._profile), self._profile, partition_limits=self._limits()
-        )[0]
+        script = render_sbatch(job.steps[0].plan)
         return await estimate_start(
             self.conn, script, self._profile.partitions, capacity=self.capacities
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -28,14 +28,15 @@ from tao_slurm_tui.core.models import (
 from tao_slurm_tui.core.partitions import HOUR, PartitionLimits
 from tao_slurm_tui.core.preflight import CheckResult, CheckStatus, DoctorReport, FixAction
 from tao_slurm_tui.core.profile import NAME_RE, Profile
-from tao_slurm_tui.core.render import render_pipeline, render_steps
+from tao_slurm_tui.core.render import render_job, render_sbatch
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import (
-    JobSpec,
+    Resolution,
+    ResolveContext,
+    ResolvedJob,
+    SpecDraft,
     default_spec,
-    pipeline_steps,
-    spec_errors_for_profile,
-    spec_for,
+    resolve,
 )
 from tao_slurm_tui.core.start_estimate import StartEstimate, script_request, start_estimate_of
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
@@ -532,36 +533,38 @@ class FakeBackend:
         """A new spec with the profile's defaults."""
         return default_spec(self._profile, name="new-job")
 
-    def validate_spec(self, data: Mapping[str, Any]) -> dict[str, str]:
+    def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
         """The real rules (core.spec), wall time against the fake cluster's partitions."""
-        return spec_errors_for_profile(data, self._profile, FAKE_LIMITS)
+        context = ResolveContext(
+            partition_limits=FAKE_LIMITS,
+            jobs=dict(self._jobs) if names else {},
+            profile_name=self._profile_name,
+            capacity=self.capacities.fresh(),
+        )
+        return resolve(draft, self._profile, context)
 
     async def partition_limits(self) -> PartitionLimits:
         """MaxTime per partition in seconds."""
         await asyncio.sleep(0)
         return dict(FAKE_LIMITS)
 
-    def render(self, spec: Mapping[str, Any] | JobSpec, *, entrypoint: bool = False) -> str:
+    def render(self, job: ResolvedJob, *, entrypoint: bool = False) -> str:
         """The real sbatch script (core.render) for the fake profile."""
-        valid = spec_for(spec, self._profile)
-        return render_pipeline(
-            valid, self._profile, entrypoint=entrypoint, partition_limits=FAKE_LIMITS
-        )
+        return render_job(job, entrypoint=entrypoint)
 
     async def submit(
         self,
-        spec: Mapping[str, Any] | JobSpec,
+        job: ResolvedJob,
         on_progress: ProgressCallback,
         *,
         dry_run: bool = False,
     ) -> SubmitResult:
         """Walk through the stages; fail at sbatch when :attr:`submit_error` is set."""
-        valid = spec_for(spec, self._profile)
-        script = self.render(valid)  # raises BadInput like the real one
+        script = render_job(job)
         root = self._profile.results_root
         if dry_run:
             on_progress(SubmitStage.CHECKING, "the fake cluster has every input path")
-            return SubmitResult(valid.name, "", root, script=script, dry_run=True)
+            return SubmitResult(job.name, "", root, script=script, dry_run=True)
         for stage in (
             SubmitStage.CHECKING,
             SubmitStage.STAGING,
@@ -572,35 +575,28 @@ class FakeBackend:
             await asyncio.sleep(0)
         if self.submit_error:
             raise OperationFailed(self.submit_error)
-        steps = pipeline_steps(valid)
-        for step in steps:
+        for step in job.steps:
             if step.name in self._jobs:
                 raise BadInput(f"A job named {step.name!r} exists; pick another name.")
         results: list[SubmitResult] = []
-        for index, step in enumerate(steps):
+        for step in job.steps:
             self._next_slurm_id += 1
             now = self.clock()
-            reason = "Priority" if index == 0 else f"Dependency (afterok:{self._next_slurm_id - 1})"
-            job = JobRecord(
-                id=step.name,
-                profile=self._profile_name,
-                spec=step.model_dump(mode="json")
-                if isinstance(spec, JobSpec) or len(steps) > 1
-                else dict(spec),
-                base_results_dir=root,
+            after = f"afterok:{self._next_slurm_id - 1}"
+            reason = "Priority" if step.index == 0 else f"Dependency ({after})"
+            record = step.record(
+                self._profile_name,
                 status=TaoStatus.PENDING,
                 slurm_state="PENDING",
                 attempts=[_attempt(0, self._next_slurm_id, "PENDING", reason=reason)],
                 submitted=True,
                 created_at=now + self._next_slurm_id,
                 updated_at=now,
-                pipeline_id=steps[0].name if len(steps) > 1 else "",
-                pipeline_step=index,
             )
-            self._jobs[job.id] = job
+            self._jobs[record.id] = record
             results.append(
                 SubmitResult(
-                    job.id,
+                    record.id,
                     str(self._next_slurm_id),
                     root,
                     script=script,
@@ -632,13 +628,11 @@ class FakeBackend:
         """The fake cluster's capacity (:mod:`~tao_slurm_tui.services.fake_capacity`)."""
         return await self.capacities.refresh()
 
-    async def start_estimate(self, spec: Mapping[str, Any] | JobSpec) -> StartEstimate:
-        """What sbatch --test-only would say on the fake cluster for the rendered spec (a
+    async def start_estimate(self, job: ResolvedJob) -> StartEstimate:
+        """What sbatch --test-only would say on the fake cluster for the rendered job (a
         pipeline: its first step); the free-block hint comes from the shared capacity cache, as
         on a cluster."""
-        script = render_steps(
-            spec_for(spec, self._profile), self._profile, partition_limits=FAKE_LIMITS
-        )[0]
+        script = render_sbatch(job.steps[0].plan)
         await asyncio.sleep(0)
         self.estimate_count += 1
         truth = fake_capacity(self._profile.user or "researcher", self._profile_name)

@@ -59,9 +59,6 @@ CONVERSION_PREFIX = "sqsh-"
 ACTIVE_STATES = "PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED,REQUEUED,RESIZING"
 """squeue states of a conversion that is still in flight (worth waiting for)."""
 
-ProgressCallback = Callable[[str, str], None]
-"""``on_progress(stage, detail)``."""
-
 SqshAction = Literal["off", "direct", "cached", "convert", "wait"]
 """What the SQSH step decided: SQSH off, image already a .sqsh file, cache hit, new conversion job,
 or waiting for a conversion already in flight."""
@@ -251,9 +248,7 @@ class ImageService:
         use_sqsh: bool,
         spec_partition: str = "",
         max_time_seconds: int | None = None,
-        dry_run: bool = False,
-        on_progress: ProgressCallback | None = None,
-        stage: str = "sqsh",
+        report: Callable[[str], None] = lambda _detail: None,
     ) -> SqshPlan:
         """Look at the cache and, if needed, submit (or find) the conversion job.
 
@@ -262,18 +257,11 @@ class ImageService:
             use_sqsh: the spec's ``use_sqsh``.
             spec_partition: the job's partition (for the default conversion partition).
             max_time_seconds: MaxTime of the conversion partition (caps the wall time).
-            dry_run: only look; never submit.
-            on_progress: ``(stage, detail)`` callback.
-            stage: stage name for progress events.
+            report: called with one line of detail as the step goes on.
 
         Raises:
             OperationFailed: the conversion job could not be submitted (SLURM's message).
         """
-
-        def report(detail: str) -> None:
-            if on_progress is not None:
-                on_progress(stage, detail)
-
         if ref.is_sqsh:
             return SqshPlan(action="direct", sqsh_path=ref.sqsh_path, image_override=ref.sqsh_path)
         if not use_sqsh:
@@ -318,15 +306,6 @@ class ImageService:
                 conv_id,
                 f"The job waits for the SQSH conversion job {conv_id} already in flight for "
                 f"{ref.canonical}; {fallback_note}.",
-            )
-        if dry_run:
-            report(f"a conversion job {name} would be submitted")
-            return self._chain(
-                "convert",
-                sqsh_path,
-                name,
-                "",
-                f"A SQSH conversion job would convert {ref.canonical} first; {fallback_note}.",
             )
         conv_id = await self._submit_conversion(
             ref, sqsh_path, name, spec_partition, max_time_seconds, force

@@ -40,7 +40,7 @@ from tao_slurm_tui.core.preflight import (
 )
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import home_path
-from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.core.spec import SpecDraft, resolve
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.connection import (
     ConnectError,
@@ -102,17 +102,21 @@ class SpecFacts:
 # ----------------------------------------------------------------------------------- spec
 
 
-def load_spec_facts(path: str | Path) -> SpecFacts:
+def load_spec_facts(path: str | Path, profile: Profile | None = None) -> SpecFacts:
     """Read a spec's image and the cluster paths submit would ``test -e``.
 
-    The spec is fully validated (:func:`tao_slurm_tui.core.spec.load_spec`); its paths are
-    :meth:`~tao_slurm_tui.core.spec.JobSpec.paths_to_check` (inputs, then path-like ``[specs]``
-    values, converted from ``lustre://``), the same list ``submit`` checks.
+    The spec must be a spec (:func:`tao_slurm_tui.core.spec.resolve`'s schema, with
+    ``profile``'s defaults); whether it fits the profile's partitions is submit's question. Its
+    paths are :meth:`~tao_slurm_tui.core.spec.JobSpec.paths_to_check` (inputs, then path-like
+    ``[specs]`` values, converted from ``lustre://``), the same list ``submit`` checks.
 
     Raises:
         BadInput: the file cannot be read or is not a valid spec.
     """
-    spec = load_spec(Path(path).expanduser())
+    resolution = resolve(SpecDraft.from_file(Path(path).expanduser()), profile or Profile())
+    spec = resolution.spec
+    if spec is None:
+        raise BadInput(resolution.schema_sentence() or resolution.sentence())
     return SpecFacts(spec.image, tuple(spec.paths_to_check()), spec.use_sqsh)
 
 
@@ -389,7 +393,9 @@ async def run_doctor(
         if on_result is not None:
             on_result(res)
 
-    facts = spec if spec is not None else (load_spec_facts(spec_path) if spec_path else None)
+    facts = (
+        spec if spec is not None else (load_spec_facts(spec_path, profile) if spec_path else None)
+    )
 
     profile_result = preflight.evaluate_profile(profile.missing_required(), profile_name)
     emit(profile_result)

@@ -109,6 +109,10 @@ MIGRATIONS: list[str] = [
     );
     INSERT INTO changes (id, seq, deletes) VALUES (1, 0, 0);
     """,
+    # 5: the launch plan a job was resolved to, so a retry renders it as it was submitted.
+    """
+    ALTER TABLE jobs ADD COLUMN plan TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 """Schema steps; step N (1-based) brings ``user_version`` from N-1 to N."""
 
@@ -125,6 +129,7 @@ _JOB_FIELDS = (
     "sqsh_job_id",
     "pipeline_id",
     "pipeline_step",
+    "plan",
 )
 _ATTEMPT_FIELDS = tuple(f.name for f in fields(Attempt) if f.name != "number")
 
@@ -341,8 +346,8 @@ class JobStore:
             db.execute(
                 "INSERT INTO jobs (profile, id, spec, base_results_dir, status, slurm_state, "
                 "message, progress, submitted, sqsh_job_id, created_at, updated_at, "
-                "pipeline_id, pipeline_step, change_seq) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "pipeline_id, pipeline_step, plan, change_seq) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.profile,
                     record.id,
@@ -358,6 +363,7 @@ class JobStore:
                     now,
                     record.pipeline_id,
                     int(record.pipeline_step),
+                    json.dumps(record.plan, sort_keys=True),
                     self._next_change(db),
                 ),
             )
@@ -598,7 +604,7 @@ class JobStore:
     ) -> None:
         values: dict[str, Any] = {}
         for key, value in changes.items():
-            if key == "spec":
+            if key in ("spec", "plan"):
                 value = json.dumps(value, sort_keys=True)
             elif key == "progress":
                 data = value.to_dict() if isinstance(value, Progress) else dict(value or {})
@@ -687,6 +693,7 @@ class JobStore:
                 updated_at=float(row["updated_at"]),
                 pipeline_id=str(row["pipeline_id"]),
                 pipeline_step=int(row["pipeline_step"]),
+                plan=_json_object(row["plan"]),
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise self._damaged(row["profile"], row["id"], exc) from None

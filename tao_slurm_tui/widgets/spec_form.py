@@ -1,7 +1,7 @@
 """The job spec as a form: one field per spec key, each with its inline error line.
 
-The form converts what is typed into a spec dict (:meth:`SpecForm.spec`), reporting fields that
-do not even parse (a letter in a number); the back end's ``validate_spec`` judges the rest. A
+The form converts what is typed into a spec table (:meth:`SpecForm.spec`), reporting fields that
+do not even parse (a letter in a number); the back end's ``resolve`` judges the rest. A
 failed submit never clears anything: the form is only written by :meth:`SpecForm.load`.
 """
 

@@ -26,6 +26,7 @@ from tests import sandbox
 from tests.faults import daemons
 from tests.faults.conftest import Cli
 from tests.integration.monitor_helpers import IMAGE, PROFILE, Harness, job_spec, unique
+from tests.integration.submit_helpers import submit
 
 pytestmark = pytest.mark.slow
 
@@ -107,12 +108,12 @@ async def test_session_killed_during_submit(h: Harness, stage: str) -> None:
             killed.append(daemons.kill_session(port))
 
     try:
-        await h.submitter.submit(job_spec(name, "sleep 60"), on_progress=progress)
+        await submit(h.submitter, job_spec(name, "sleep 60"), on_progress=progress)
     except TaoError as exc:
         one_sentence(str(exc))
         # Submitting again reconciles: the job the lost command may have created is adopted,
         # or a fresh one is submitted, exactly once.
-        await h.submitter.submit(job_spec(name, "sleep 60"))
+        await submit(h.submitter, job_spec(name, "sleep 60"))
     assert killed and killed[0] >= 1
     job = h.store.require(PROFILE, name)
     assert job.submitted and len(job.attempts) == 1
@@ -290,7 +291,7 @@ async def test_crash_between_sbatch_and_the_store(h: Harness, then: str) -> None
     name = unique("fcrash")
     crashing = Submitter(CrashAfterSbatch(h.conn), h.store, PROFILE, h.profile)  # type: ignore[arg-type]
     with pytest.raises(KeyboardInterrupt):
-        await crashing.submit(job_spec(name, "sleep 600"))
+        await submit(crashing, job_spec(name, "sleep 600"))
     live = live_jobs(name)
     assert len(live) == 1, live
     restarted = h.new_monitor()  # a new process: nothing in memory

@@ -12,12 +12,13 @@ from typing import Any
 from tao_slurm_tui.core.models import Attempt, JobRecord
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.spec import SpecDraft
 from tao_slurm_tui.remote.connection import CommandResult, Connection
 from tao_slurm_tui.services.monitor import Monitor, TickResult
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
 from tests import sandbox
+from tests.integration.submit_helpers import submit
 
 PROFILE = "sandbox"
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
@@ -64,7 +65,7 @@ class CountingConn:
         return getattr(self.conn, name)
 
 
-def job_spec(name: str, command: str, **spec: Any) -> JobSpec:
+def job_spec(name: str, command: str, **spec: Any) -> SpecDraft:
     """A small CPU job on the sandbox (no GPU, no SQSH, a quarter hour)."""
     values: dict[str, Any] = {
         "name": name,
@@ -77,7 +78,7 @@ def job_spec(name: str, command: str, **spec: Any) -> JobSpec:
         "container_mounts": [],
     }
     values.update(spec)
-    return JobSpec.model_validate(values)
+    return SpecDraft(values)
 
 
 class Harness:
@@ -102,7 +103,7 @@ class Harness:
         )
 
     async def submit(self, name: str, command: str, **spec: Any) -> JobRecord:
-        await self.submitter.submit(job_spec(name, command, **spec))
+        await submit(self.submitter, job_spec(name, command, **spec))
         return self.store.require(PROFILE, name)
 
     async def submit_raw(self, name: str, script: str, *sbatch_args: str) -> JobRecord:

@@ -27,7 +27,7 @@ from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.capacity import NodeState
 from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.render import render_sbatch
-from tao_slurm_tui.core.spec import validate_spec
+from tao_slurm_tui.core.spec import SpecDraft, resolve
 from tao_slurm_tui.core.start_estimate import NOW_SLACK
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
@@ -242,7 +242,7 @@ async def test_qos_and_account_limits_against_use(
 
 
 def _script(profile: Profile, gpus: int, name: str, minutes: int = 30) -> str:
-    spec = validate_spec(
+    draft = SpecDraft(
         {
             "name": name,
             "image": "ubuntu:22.04",
@@ -256,7 +256,7 @@ def _script(profile: Profile, gpus: int, name: str, minutes: int = 30) -> str:
             "use_sqsh": False,
         }
     )
-    return render_sbatch(spec, profile)
+    return render_sbatch(resolve(draft, profile).require().steps[0].plan)
 
 
 async def test_start_estimate_now_then_later_and_matches_the_queue(

@@ -13,9 +13,10 @@ from typing import Any
 
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
-from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.spec import SpecDraft
 from tests import sandbox
 from tests.integration.monitor_helpers import IMAGE, PROFILE, Harness, status_line, unique
+from tests.integration.submit_helpers import submit
 
 SEEN = '"$TAO_API_RESULTS_DIR/$TAO_JOB_ID/seen"'
 """Where every step writes what it saw (its pipeline variables)."""
@@ -31,7 +32,7 @@ def record_and_succeed(extra: str = "") -> str:
     )
 
 
-def pipeline_spec(name: str, steps: list[dict[str, Any]], **spec: Any) -> JobSpec:
+def pipeline_spec(name: str, steps: list[dict[str, Any]], **spec: Any) -> SpecDraft:
     values: dict[str, Any] = {
         "name": name,
         "image": IMAGE,
@@ -44,7 +45,7 @@ def pipeline_spec(name: str, steps: list[dict[str, Any]], **spec: Any) -> JobSpe
         "then": steps,
     }
     values.update(spec)
-    return JobSpec.model_validate(values)
+    return SpecDraft(values)
 
 
 def steps_of(h: Harness, pipeline_id: str) -> list[JobRecord]:
@@ -96,7 +97,7 @@ async def test_three_steps_run_in_order_to_complete(h: Harness) -> None:
             {"action": "export", "command": record_and_succeed(), "cpus_per_task": 2},
         ],
     )
-    result = await h.submitter.submit_pipeline(spec)
+    result = await submit(h.submitter, spec)
     ids = [result.id, *(s.id for s in result.steps)]
     assert ids == [name, f"{name}-evaluate", f"{name}-export"]
     # All three are in SLURM at once; the later ones wait for the one before them.
@@ -130,7 +131,7 @@ async def test_a_failing_middle_step_cancels_the_last(h: Harness) -> None:
             {"action": "export", "command": record_and_succeed()},
         ],
     )
-    await h.submitter.submit_pipeline(spec)
+    await submit(h.submitter, spec)
     steps = await tick_until_ended(h, name)
     assert [s.status for s in steps] == [TaoStatus.COMPLETE, TaoStatus.ERROR, TaoStatus.CANCELED]
     last = steps[2]
@@ -161,7 +162,7 @@ async def test_a_step_retried_after_an_infrastructure_failure_keeps_the_pipeline
         ],
         use_requeue=False,
     )
-    await h.submitter.submit_pipeline(spec)
+    await submit(h.submitter, spec)
     steps = await tick_until_ended(h, name, timeout=540)
     assert [s.status for s in steps] == [TaoStatus.COMPLETE] * 3, [s.status_json() for s in steps]
     middle, last = steps[1], steps[2]
@@ -193,7 +194,7 @@ async def test_a_step_the_batch_script_requeues_keeps_the_pipeline(h: Harness) -
             {"action": "export", "command": record_and_succeed()},
         ],
     )
-    await h.submitter.submit_pipeline(spec)
+    await submit(h.submitter, spec)
     steps = await tick_until_ended(h, name, timeout=540)
     assert [s.status for s in steps] == [TaoStatus.COMPLETE] * 3, [s.status_json() for s in steps]
     middle, last = steps[1], steps[2]
@@ -207,7 +208,7 @@ async def submit_long_pipeline(h: Harness, kind: str) -> str:
     """Submit a 3-step pipeline whose first step runs for minutes; its name."""
     name = unique(kind)
     steps = [{"action": a, "command": record_and_succeed()} for a in ("evaluate", "export")]
-    await h.submitter.submit_pipeline(pipeline_spec(name, steps, command="sleep 300"))
+    await submit(h.submitter, pipeline_spec(name, steps, command="sleep 300"))
     return name
 
 

@@ -20,13 +20,14 @@ from tao_slurm_tui.cli import main
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join
-from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.spec import SpecDraft
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.connection import CommandResult, Connection, ConnectionLost
 from tao_slurm_tui.services.images import conversion_outcome
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
 from tests import sandbox
+from tests.integration.submit_helpers import submit
 
 TERMINAL = {
     "COMPLETED",
@@ -49,7 +50,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def spec(name: str, **over: Any) -> JobSpec:
+def spec(name: str, **over: Any) -> SpecDraft:
     data: dict[str, Any] = {
         "name": name,
         "image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt",
@@ -60,7 +61,7 @@ def spec(name: str, **over: Any) -> JobSpec:
         "use_sqsh": False,
     }
     data.update(over)
-    return JobSpec.model_validate(data)
+    return SpecDraft(data)
 
 
 def local(args: Sequence[str]) -> str:
@@ -136,7 +137,8 @@ async def test_job_runs_to_completed_with_logs_at_the_contract_path(
 ) -> None:
     name = unique("it-ok")
     events: list[tuple[str, str]] = []
-    result = await Submitter(conn, store, "sandbox", profile).submit(
+    result = await submit(
+        Submitter(conn, store, "sandbox", profile),
         spec(name, command=WRITES_STATUS, inputs=[f"lustre://{sandbox.HOME}"]),
         on_progress=lambda stage, detail: events.append((stage, detail)),
     )
@@ -185,12 +187,12 @@ async def test_slurm_refusal_surfaces_its_message_and_leaves_nothing(
 
     monkeypatch.setattr(submitter, "partition_limits", no_limits)
     with pytest.raises(OperationFailed, match=message):
-        await submitter.submit(spec(name, **over))
+        await submit(submitter, spec(name, **over))
     assert live_jobs_named(name) == []
     # Leaves nothing: no record, no staged file (the name is free again, here and for others).
     assert store.get("sandbox", name) is None
     assert staged_files(JobPaths(sandbox.RESULTS, name)) == []
-    result = await submitter.submit(spec(name), dry_run=True)  # the same name is usable
+    result = await submit(submitter, spec(name), dry_run=True)  # the same name is usable
     assert result.dry_run
 
 
@@ -199,10 +201,12 @@ async def test_time_above_real_maxtime_is_refused_before_staging(
 ) -> None:
     name = unique("it-time")
     with pytest.raises(BadInput, match=r"MaxTime 4 h"):
-        await Submitter(conn, store, "sandbox", profile).submit(spec(name, time_hours=5))
+        await submit(Submitter(conn, store, "sandbox", profile), spec(name, time_hours=5))
     # The batch partition allows 2 days: the real MaxTime, not the packaged 4 h, decides.
-    result = await Submitter(conn, store, "sandbox", profile).submit(
-        spec(name, partition="batch", time_hours=5), dry_run=True
+    result = await submit(
+        Submitter(conn, store, "sandbox", profile),
+        spec(name, partition="batch", time_hours=5),
+        dry_run=True,
     )
     assert "#SBATCH --time=05:00:00" in result.script
     assert staged_files(JobPaths(sandbox.RESULTS, name)) == []
@@ -215,8 +219,9 @@ async def test_missing_inputs_are_listed_and_nothing_is_staged(
     name = unique("it-miss")
     gone1, gone2 = f"{sandbox.HOME}/{unique('nope')}", f"/{unique('nope')}/data.json"
     with pytest.raises(BadInput) as info:
-        await Submitter(conn, store, "sandbox", profile).submit(
-            spec(name, inputs=[gone1, sandbox.HOME, f"lustre://{gone2}"])
+        await submit(
+            Submitter(conn, store, "sandbox", profile),
+            spec(name, inputs=[gone1, sandbox.HOME, f"lustre://{gone2}"]),
         )
     assert gone1 in str(info.value) and gone2 in str(info.value)
     assert sandbox.HOME + "," not in str(info.value)
@@ -269,8 +274,8 @@ async def test_connection_dropped_after_sbatch_gives_exactly_one_job(
     paths = JobPaths(sandbox.RESULTS, name)
     conn = DropAroundSbatch(profile, paths.sbatch)
     try:
-        result = await Submitter(conn, store, "sandbox", profile).submit(
-            spec(name, command="echo adopted")
+        result = await submit(
+            Submitter(conn, store, "sandbox", profile), spec(name, command="echo adopted")
         )
     finally:
         await conn.close()
@@ -293,7 +298,7 @@ async def test_sqsh_conversion_fails_without_enroot_and_the_job_falls_back(
     # A unique tag: no cached file and no conversion of it in flight from another test.
     image = f"nvcr.io/nvidia/tao/tao-toolkit:{unique('t')}"
     submitter = Submitter(conn, store, "sandbox", profile)
-    result = await submitter.submit(spec(name, image=image, use_sqsh=True, command=WRITES_STATUS))
+    result = await submit(submitter, spec(name, image=image, use_sqsh=True, command=WRITES_STATUS))
     assert result.sqsh_job_id.isdigit()
     assert any("falls back to the registry image" in w for w in result.warnings)
     assert any(e.kind == "sqsh" for e in store.events("sandbox", name))
@@ -375,15 +380,38 @@ async def test_a_gpu_type_lands_on_a_node_of_that_type_and_an_unknown_one_is_exp
     assert h100, gres
     name = unique("it-h100")
     submitter = Submitter(conn, store, "sandbox", profile)
-    result = await submitter.submit(spec(name, gpu_type="h100", command="hostname"))
+    result = await submit(submitter, spec(name, gpu_type="h100", command="hostname"))
     assert await wait_terminal(result.slurm_job_id) == "COMPLETED"
     ran_on = local(["sacct", "-X", "-n", "-P", "-j", result.slurm_job_id, "--format=NodeList"])
     assert ran_on.split() == h100[:1] or ran_on.strip() in h100, ran_on
 
     other = unique("it-v100")
     with pytest.raises(OperationFailed) as refused:
-        await submitter.submit(spec(other, gpu_type="v100"))
+        await submit(submitter, spec(other, gpu_type="v100"))
     text = str(refused.value)
     assert "Requested node configuration is not available" in text
     assert "1 v100 GPU(s)" in text and "tao-slurm-tui capacity" in text
     assert store.get("sandbox", other) is None and live_jobs_named(other) == []
+
+
+def test_cli_refuses_a_gpu_type_no_node_has_before_anything_is_staged(
+    cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Named in the spec, a GPU type is checked against the cluster's nodes (one capacity
+    round trip) by the same rule as the composer's: one sentence, exit 2, nothing staged."""
+    cfg = write_config(tmp_path)
+    name = unique("it-v100")
+    spec_file = tmp_path / "spec.toml"
+    spec_file.write_text(
+        f"name = '{name}'\nimage = 'nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt'\n"
+        "command = 'hostname'\nnum_gpus = 1\ncpus_per_task = 1\ntime_hours = 1\n"
+        "use_sqsh = false\ngpu_type = 'v100'\n"
+    )
+    assert main(["--config", str(cfg), "submit", str(spec_file)]) == 2
+    err = capsys.readouterr().err
+    assert "No node of partition 'polar' has GPU type 'v100' (it has a100, h100)" in err
+    assert err.count("\n") == 1
+    assert staged_files(JobPaths(sandbox.RESULTS, name)) == [] and jobs_named(name) == set()
+    spec_file.write_text(spec_file.read_text().replace("'v100'", "'h100'"))
+    assert main(["--config", str(cfg), "submit", str(spec_file), "--dry-run"]) == 0
+    assert "#SBATCH --gres=gpu:h100:1" in capsys.readouterr().out

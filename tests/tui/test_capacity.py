@@ -221,7 +221,7 @@ async def test_composer_estimate_failure_is_one_sentence() -> None:
     backend = app.backend
     assert isinstance(backend, FakeBackend)
 
-    async def refuse(spec: dict[str, Any]) -> Any:
+    async def refuse(job: Any) -> Any:
         from tao_slurm_tui.errors import OperationFailed
 
         raise OperationFailed("Could not connect to any login host.")

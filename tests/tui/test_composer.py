@@ -251,7 +251,7 @@ async def test_duplicate_job_name_flagged_while_typing(app: Any, fake: FakeBacke
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, GOOD)
         await _type(pilot, screen, "name", "detect-ok")  # a job in the queue
-        await _shows_error(pilot, screen, "name", "exists already")
+        await _shows_error(pilot, screen, "name", "was already submitted in profile")
         await _type(pilot, screen, "name", "detect-ok-2")
         await _shows_error(pilot, screen, "name", "")
 
@@ -299,7 +299,12 @@ BAD_FILES = {
     "env-not-a-table": (b'name = "x"\nenv = "A=1"\n', "Loaded"),
     "specs-not-a-table": (b'name = "x"\nspecs = [1, 2]\n', "Loaded"),
     "specs-with-a-date": (b'name = "x"\n[specs]\nwhen = 1979-05-27\n', "Loaded"),
-    "specs-300-deep": (b"name = 'x'\nspecs = {a = " + b"[" * 300 + b"]" * 300 + b"}\n", "Loaded"),
+    "specs-60-deep": (b"name = 'x'\nspecs = {a = " + b"[" * 60 + b"]" * 60 + b"}\n", "Loaded"),
+    # Deeper than any spec needs (and than a spec can be stored): refused with the reason.
+    "specs-300-deep": (
+        b"name = 'x'\nspecs = {a = " + b"[" * 300 + b"]" * 300 + b"}\n",
+        "nested too deeply",
+    ),
 }
 
 

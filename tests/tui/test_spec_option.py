@@ -10,7 +10,7 @@ import pytest
 from tao_slurm_tui.app import TaoSlurmApp, make_app
 from tao_slurm_tui.cli import main
 from tao_slurm_tui.config import Settings
-from tao_slurm_tui.core.spec import load_spec
+from tao_slurm_tui.core.spec import SpecDraft
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.queue import QueueScreen
@@ -22,7 +22,7 @@ DEMO_SPEC = Path(__file__).resolve().parents[2] / "examples" / "train-demo.toml"
 
 
 async def test_initial_spec_opens_the_composer_over_the_queue() -> None:
-    spec = load_spec(DEMO_SPEC).model_dump(mode="json")
+    spec = dict(SpecDraft.from_file(DEMO_SPEC).table)
     app = make_app(
         FakeBackend(clock=frozen),
         settings=Settings(poll_interval=3600),

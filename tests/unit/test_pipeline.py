@@ -15,14 +15,8 @@ from tao_slurm_tui.commands.status import format_table
 from tao_slurm_tui.core import pipelines
 from tao_slurm_tui.core.models import Attempt, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.render import render_pipeline, render_sbatch, render_steps
-from tao_slurm_tui.core.spec import (
-    JobSpec,
-    parse_spec_text,
-    pipeline_steps,
-    spec_errors,
-    validate_spec,
-)
+from tao_slurm_tui.core.render import preview_scripts, render_job, render_sbatch
+from tao_slurm_tui.core.spec import ResolvedJob, SpecDraft, resolve
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.connection import CommandResult
 from tao_slurm_tui.services.monitor import Monitor
@@ -63,11 +57,20 @@ def step_toml(extra: str) -> str:
     return f'name = "d"\nimage = "{IMAGE}"\ncommand = "c"\n[[then]]\naction = "ev"\n{extra}'
 
 
+def resolved(text: str, *, source: str = "spec") -> ResolvedJob:
+    """A TOML spec resolved on PROFILE (BadInput: the CLI's one sentence)."""
+    return resolve(SpecDraft.from_text(text, source=source), PROFILE).require()
+
+
+def resolved_table(table: dict[str, Any]) -> ResolvedJob:
+    return resolve(SpecDraft(table), PROFILE).require()
+
+
 # ------------------------------------------------------------------------------------ spec
 
 
 def test_then_tables_become_steps_inheriting_the_parent() -> None:
-    steps = pipeline_steps(parse_spec_text(PIPELINE_TOML))
+    steps = [step.spec for step in resolved(PIPELINE_TOML).steps]
     assert [s.name for s in steps] == ["dino", "dino-evaluate", "dino-export"]
     train, evaluate, export = steps
     assert (train.num_gpus, evaluate.num_gpus, export.num_gpus) == (4, 1, 4)
@@ -80,30 +83,31 @@ def test_then_tables_become_steps_inheriting_the_parent() -> None:
 
 
 def test_a_step_may_ask_for_another_gpu_type() -> None:
-    spec = parse_spec_text(
+    job = resolved(
         f'name = "d"\nimage = "{IMAGE}"\ncommand = "c"\ngpu_type = "h100"\n'
         '[[then]]\naction = "ev"\ncommand = "e"\ngpu_type = "a100"\nnum_gpus = 1\n'
         '[[then]]\naction = "ex"\ncommand = "x"\n'
     )
-    train, evaluate, export = pipeline_steps(spec)
+    train, evaluate, export = (step.spec for step in job.steps)
     assert (train.gpu_type, evaluate.gpu_type, export.gpu_type) == ("h100", "a100", "h100")
-    assert "--gres=gpu:a100:1" in render_sbatch(evaluate, PROFILE)
+    assert "--gres=gpu:a100:1" in render_sbatch(job.steps[1].plan)
 
 
 def test_a_single_job_is_unchanged() -> None:
-    spec = JobSpec.model_validate(SINGLE)
-    assert "then" not in spec.model_dump(mode="json")
-    assert "then" not in spec.to_toml()
-    assert pipeline_steps(spec) == [spec]
-    script = render_sbatch(spec, PROFILE)
+    job = resolved_table(SINGLE)
+    assert "then" not in job.spec.model_dump(mode="json")
+    assert "then" not in job.spec.to_toml()
+    assert [step.spec for step in job.steps] == [job.spec]
+    script = render_sbatch(job.steps[0].plan)
     assert "TAO_PIPELINE" not in script and "TAO_PREVIOUS" not in script
-    assert render_pipeline(spec, PROFILE) == script
+    assert render_job(job) == script
 
 
 def test_a_pipeline_round_trips_through_toml() -> None:
-    spec = parse_spec_text(PIPELINE_TOML)
-    again = parse_spec_text(spec.to_toml())
-    assert again == spec and "None" not in spec.to_toml()
+    job = resolved(PIPELINE_TOML)
+    again = resolved(job.spec.to_toml())
+    assert again.spec == job.spec and "None" not in job.spec.to_toml()
+    assert [s.plan for s in again.steps] == [s.plan for s in job.steps]
 
 
 @pytest.mark.parametrize(
@@ -120,11 +124,12 @@ def test_a_pipeline_round_trips_through_toml() -> None:
             "step 2 ('ev'): field 'env' may not set 'TAO_PREVIOUS_RESULTS_DIR'",
         ),
         ('command = "x"\n[[then]]\naction = "ev"\ncommand = "y"', "step 3 ('ev'): its job id"),
+        ('command = "x"\ntime_hours = 9', "step 2 ('ev'): time_hours = 9 is above the wall-time"),
     ],
 )
 def test_a_bad_step_is_one_sentence_naming_the_step_and_field(extra: str, words: str) -> None:
     with pytest.raises(BadInput) as caught:
-        parse_spec_text(step_toml(extra), source="p.toml")
+        resolved(step_toml(extra), source="p.toml")
     message = str(caught.value)
     assert message.startswith(f"p.toml: {words}"), message
     assert message.count(".\n") == 0 and message.endswith(".")
@@ -132,22 +137,39 @@ def test_a_bad_step_is_one_sentence_naming_the_step_and_field(extra: str, words:
 
 def test_a_step_without_an_action_says_so() -> None:
     with pytest.raises(BadInput, match=r"^spec: step 2: field 'action' is required\.$"):
-        validate_spec({**SINGLE, "then": [{"command": "x"}]})
+        resolved_table({**SINGLE, "then": [{"command": "x"}]})
 
 
 def test_too_long_step_id_is_refused() -> None:
-    errors = spec_errors(
-        {**SINGLE, "name": "n" * 60, "then": [{"action": "evaluate", "command": "x"}]}
+    resolution = resolve(
+        SpecDraft({**SINGLE, "name": "n" * 60, "then": [{"action": "evaluate", "command": "x"}]}),
+        PROFILE,
     )
-    assert "longer than 64 characters" in errors["then"]
+    assert "longer than 64 characters" in resolution.by_field()["then"]
+
+
+def test_a_clone_of_the_stored_steps_is_the_same_pipeline() -> None:
+    """The store keeps each step's resolved spec; the queue's clone writes the pipeline back
+    from them (every step's own resources, its GPU type too) and resolves to the same jobs."""
+    job = resolved(
+        PIPELINE_TOML.replace(
+            "num_gpus = 1\n", 'num_gpus = 1\ngpu_type = "a100"\ncpus_per_task = 2\n'
+        )
+    )
+    records = [step.record("p", submitted=True) for step in job.steps]
+    clone = resolved_table(pipelines.pipeline_spec(records))
+    dumps = [[s.spec.model_dump(mode="json") for s in j.steps] for j in (clone, job)]
+    assert dumps[0] == dumps[1]
+    assert [s.plan for s in clone.steps] == [s.plan for s in job.steps]
+    assert clone.steps[1].plan.shape.gres == "gpu:a100:1"
 
 
 # ------------------------------------------------------------------------------------ render
 
 
 def test_every_step_renders_with_its_dependency_and_the_previous_results_dir() -> None:
-    spec = parse_spec_text(PIPELINE_TOML)
-    scripts = render_steps(spec, PROFILE)
+    job = resolved(PIPELINE_TOML)
+    scripts = preview_scripts(job)
     assert len(scripts) == 3
     assert "--dependency" not in scripts[0]
     assert "export TAO_PIPELINE_ID=dino" in scripts[0] and "TAO_PREVIOUS" not in scripts[0]
@@ -159,7 +181,7 @@ def test_every_step_renders_with_its_dependency_and_the_previous_results_dir() -
         # The container sees them (Pyxis passes only the listed variables).
         assert "TAO_PREVIOUS_RESULTS_DIR" in re.search(r"--container-env=(\S+)", script).group(1)  # type: ignore[union-attr]
     assert "#SBATCH --gres=gpu:1" in scripts[1]
-    text = render_pipeline(spec, PROFILE)
+    text = render_job(job)
     assert "# ===== step 2 of 3: dino-evaluate, after dino completed =====" in text
 
 

@@ -16,15 +16,16 @@ from typing import Any
 
 import pytest
 
+from tao_slurm_tui.core.launch import LaunchExtras
+from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import (
     SINGLE_NODE_UNSET,
     export_lines,
-    plan_launch,
     render_entrypoint,
     render_sbatch,
 )
-from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.spec import ResolveContext, ResolvedStep, SpecDraft, resolve
 from tao_slurm_tui.errors import BadInput
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -39,7 +40,7 @@ STUB_INFRA = """tao_infra_failure() {
 }"""
 
 
-def make_spec(**extra: Any) -> JobSpec:
+def make_spec(**extra: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": "dino-train-1",
         "image": IMAGE,
@@ -47,7 +48,7 @@ def make_spec(**extra: Any) -> JobSpec:
         "partition": "polar",
     }
     data.update(extra)
-    return JobSpec.model_validate(data)
+    return data
 
 
 def make_profile(**extra: Any) -> Profile:
@@ -61,9 +62,32 @@ def make_profile(**extra: Any) -> Profile:
     return Profile.model_validate(data)
 
 
-def render(spec: JobSpec | None = None, profile: Profile | None = None, **kw: Any) -> str:
-    kw.setdefault("infra_check", STUB_INFRA)
-    return render_sbatch(spec or make_spec(), profile or make_profile(), **kw)
+def step_of(
+    spec: dict[str, Any] | None = None,
+    profile: Profile | None = None,
+    *,
+    base: str | None = None,
+    partition_limits: PartitionLimits | None = None,
+) -> ResolvedStep:
+    """The spec resolved (BadInput: the CLI's sentence), its first step."""
+    profile = profile or make_profile()
+    if base is not None:
+        profile = profile.model_copy(update={"base_results_dir": base})
+    context = ResolveContext(partition_limits=partition_limits)
+    return resolve(SpecDraft(spec or make_spec()), profile, context).require().steps[0]
+
+
+def render(
+    spec: dict[str, Any] | None = None,
+    profile: Profile | None = None,
+    *,
+    base: str | None = None,
+    partition_limits: PartitionLimits | None = None,
+    infra_check: str | None = STUB_INFRA,
+    **extras: Any,
+) -> str:
+    step = step_of(spec, profile, base=base, partition_limits=partition_limits)
+    return render_sbatch(step.plan, LaunchExtras.checked(**extras), infra_check=infra_check)
 
 
 # --------------------------------------------------------------------------- goldens
@@ -110,7 +134,7 @@ def test_golden(case: str) -> None:
 
 def test_golden_entrypoint() -> None:
     spec = make_spec(command='for f in a b; do\n  echo "$f" | tr a-z A-Z > /tmp/out.$f\ndone')
-    text = render_entrypoint(spec)
+    text = render_entrypoint(step_of(spec).spec)
     path = GOLDEN / "entrypoint.sh"
     if UPDATE:
         path.write_text(text, encoding="utf-8")
@@ -332,7 +356,7 @@ def test_single_node_has_no_rendezvous() -> None:
 def test_default_infra_check_comes_from_core_retry() -> None:
     from tao_slurm_tui.core import retry
 
-    text = render_sbatch(make_spec(), make_profile())
+    text = render_sbatch(step_of().plan)
     assert retry.bash_infra_check().strip() in text
 
 
@@ -479,7 +503,7 @@ echo "${FAKE_PARTITION_NODES:-4}"
 
 def run_script(
     tmp_path: Path,
-    spec: JobSpec,
+    spec: dict[str, Any],
     *,
     fake_rc: str = "",
     log: str = "",
@@ -503,16 +527,12 @@ def run_script(
     for name, body in fakes:
         (bindir / name).write_text(body, encoding="utf-8")
         (bindir / name).chmod(0o755)
-    text = render_sbatch(
-        spec,
-        make_profile(container_runtime="none"),
-        base=str(base),
-        infra_check=infra_check,
-    )
-    entry = base / "entrypoints" / f"job_{spec.name}.sh"
+    step = step_of(spec, make_profile(container_runtime="none"), base=str(base))
+    text = render_sbatch(step.plan, infra_check=infra_check)
+    entry = base / "entrypoints" / f"job_{step.name}.sh"
     entry.parent.mkdir(parents=True)
-    entry.write_text(render_entrypoint(spec), encoding="utf-8")
-    logdir = base / "slurm-logs" / f"{spec.name}-77"
+    entry.write_text(render_entrypoint(step.spec), encoding="utf-8")
+    logdir = base / "slurm-logs" / f"{step.name}-77"
     logdir.mkdir(parents=True)
     (logdir / "main.out").write_text(log, encoding="utf-8")
     if requeue_reasons:
@@ -554,7 +574,7 @@ def test_script_runs_the_entrypoint_with_the_environment(tmp_path: Path) -> None
     assert f"GREETING=IT'S $FINE RESULTS={str(tmp_path).upper()}/BASE/RESULTS" in out
     assert "scontrol requeue" not in calls
     assert not (logdir / "requeue.reason").exists()
-    assert (tmp_path / "base" / "results" / spec.name).is_dir()
+    assert (tmp_path / "base" / "results" / spec["name"]).is_dir()
 
 
 FULL_TIMEOUT = 228 * 60  # the default timeout_hours of 3.8 h
@@ -683,13 +703,13 @@ def test_multi_node_script_exports_master_addr(tmp_path: Path) -> None:
 
 
 def test_entrypoint_is_the_command_run_by_bash() -> None:
-    text = render_entrypoint(make_spec(command="a | b > c"))
+    text = render_entrypoint(step_of(make_spec(command="a | b > c")).spec)
     assert text.startswith("#!/bin/bash\n")
     assert text.endswith("\na | b > c\n")
 
 
 def test_plan_exposes_computed_values() -> None:
-    plan = plan_launch(make_spec(num_gpus=16), make_profile(), infra_check="")
+    plan = step_of(make_spec(num_gpus=16)).plan
     assert plan.shape.nodes == 2 and plan.shape.exclusive
     assert plan.time_limit == "04:00:00"
     assert plan.timeout_minutes == 228

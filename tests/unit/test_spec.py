@@ -7,10 +7,27 @@ from typing import Any
 
 import pytest
 
-from tao_slurm_tui.core.spec import FIELDS, JobSpec, load_spec, spec_errors, validate_spec
+from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.spec import FIELDS, JobSpec, SpecDraft, resolve
 from tao_slurm_tui.errors import BadInput
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
+PROFILE = Profile(user="u", hostnames=["h"], partition="polar", base_results_dir="/r")
+
+
+def spec_errors(data: dict[str, Any]) -> dict[str, str]:
+    """The problems by field (the composer's view) of ``data`` resolved on PROFILE."""
+    return resolve(SpecDraft(data), PROFILE).by_field()
+
+
+def validate_spec(data: dict[str, Any], *, source: str = "spec") -> JobSpec:
+    """``data`` resolved on PROFILE (BadInput: the CLI's one sentence)."""
+    return resolve(SpecDraft(data, source), PROFILE).require().spec
+
+
+def load_spec(path: Path) -> JobSpec:
+    """A spec file resolved on PROFILE, as ``render`` and ``submit`` read it."""
+    return resolve(SpecDraft.from_file(path), PROFILE).require().spec
 
 
 def minimal(**extra: Any) -> dict[str, Any]:
@@ -157,7 +174,8 @@ def test_gpu_type_is_optional_and_written_only_when_set() -> None:
     typed = JobSpec.model_validate(minimal(gpu_type="rtx_6000"))
     assert typed.model_dump(mode="json")["gpu_type"] == "rtx_6000"
     assert 'gpu_type = "rtx_6000"' in typed.to_toml()
-    assert typed.shape().gres == "gpu:rtx_6000:4"
+    step = resolve(SpecDraft(minimal(gpu_type="rtx_6000")), PROFILE).require().steps[0]
+    assert step.plan.shape.gres == "gpu:rtx_6000:4"
 
 
 def test_numeric_strings_from_a_form_are_accepted() -> None:

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tao_slurm_tui.core.images import parse_image
+from tao_slurm_tui.core.models import Attempt, JobRecord
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.spec import JobSpec
+from tao_slurm_tui.core.spec import ResolveContext, ResolvedJob, SpecDraft, resolve
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import CommandTimeout, ConnectionLost
 from tao_slurm_tui.services import images
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import (
+    SbatchOnce,
     Submitter,
     check_paths_command,
     parse_missing,
@@ -59,6 +61,8 @@ class FakeConn:
         self.missing: list[str] = []
         self.maxtime = "04:00:00"
         self.probe = "MAGIC=\nINFLIGHT=\n"
+        self.conversion = ""
+        """SLURM id a SQSH conversion job's sbatch gets ('' : sbatch prints nothing)."""
         self.on_sbatch: Callable[[], None] | None = None
 
     async def run(
@@ -87,6 +91,8 @@ class FakeConn:
             return Result(text, 0, f"@@now {NOW}\n@@squeue rc=0\n{rows}\n@@sacct rc=0\n\n")
         if text.startswith('printf "MAGIC='):
             return Result(text, 0, self.probe)
+        if text.startswith("sbatch --parsable --export=ALL") and self.conversion:
+            return Result(text, 0, f"{self.conversion}\n")
         return Result(text, 0, "")
 
     async def upload_text(self, path: str, content: str, *, mode: int = 0o644) -> None:
@@ -110,15 +116,18 @@ def rejected(message: str) -> Handler:
     )
 
 
+PROFILE = Profile(
+    user="alice",
+    hostnames=["login1"],
+    partition="polar",
+    base_results_dir="/lustre/alice",
+    container_runtime="none",
+)
+
+
 @pytest.fixture
 def profile() -> Profile:
-    return Profile(
-        user="alice",
-        hostnames=["login1"],
-        partition="polar",
-        base_results_dir="/lustre/alice",
-        container_runtime="none",
-    )
+    return PROFILE
 
 
 @pytest.fixture
@@ -126,7 +135,7 @@ def store(tmp_path: Path) -> JobStore:
     return JobStore(tmp_path / "state.db")
 
 
-def make_spec(**over: Any) -> JobSpec:
+def table(**over: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": "job-1",
         "image": "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt",
@@ -135,7 +144,12 @@ def make_spec(**over: Any) -> JobSpec:
         "time_hours": 2,
     }
     data.update(over)
-    return JobSpec.model_validate(data)
+    return data
+
+
+def make_spec(**over: Any) -> ResolvedJob:
+    """The job resolved on PROFILE, as the back end hands it to the submitter."""
+    return resolve(SpecDraft(table(**over)), PROFILE).require()
 
 
 async def no_sleep(_: float) -> None:
@@ -316,9 +330,10 @@ async def test_earlier_try_that_reached_slurm_is_adopted_on_resubmit(
         raise OperationFailed("no host")
 
     sub = submitter(conn, store, profile)
-    sub._lookup = unreachable  # type: ignore[method-assign]
-    with pytest.raises(TaoError):
-        await sub.submit(make_spec())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SbatchOnce, "_lookup", unreachable)
+        with pytest.raises(TaoError):
+            await sub.submit(make_spec())
     conn.reconcile = ["70|RUNNING|2026-11-29T20:59:59|vm"]
     result = await submitter(conn, store, profile).submit(make_spec())
     assert result.slurm_job_id == "70" and result.adopted
@@ -352,17 +367,29 @@ async def test_wall_time_checked_against_the_real_maxtime(
 ) -> None:
     conn = FakeConn()
     conn.maxtime = "01:30:00"  # the packaged list would allow 4 h
+    limits = await submitter(conn, store, profile).partition_limits(refresh=True)
+    draft = SpecDraft(table(time_hours=2))
+    assert resolve(draft, profile).job is not None  # the packaged 4 h
     with pytest.raises(BadInput, match=r"MaxTime 1\.5 h"):
-        await submitter(conn, store, profile).submit(make_spec(time_hours=2))
+        resolve(draft, profile, ResolveContext(partition_limits=limits)).require()
     assert conn.uploads == {}
 
 
-async def test_dry_run_stages_nothing(store: JobStore, profile: Profile) -> None:
+async def test_dry_run_is_check_and_render(store: JobStore, profile: Profile) -> None:
     conn = FakeConn()
-    result = await submitter(conn, store, profile).submit(make_spec(), dry_run=True)
+    conn.missing = ["/lustre/a"]
+    with pytest.raises(BadInput, match="/lustre/a"):  # the check runs
+        await submitter(conn, store, profile).submit(make_spec(inputs=["/lustre/a"]), dry_run=True)
+    conn.missing = []
+    result = await submitter(conn, store, profile).submit(make_spec(use_sqsh=True), dry_run=True)
     assert result.dry_run and "#SBATCH --job-name=job-1" in result.script
     assert conn.uploads == {} and store.get("p", "job-1") is None
     assert conn.count("t=$(sbatch --test-only") == 0
+    # No image preparation: no SQSH probe, no conversion; the script checks the file at start.
+    assert conn.count('printf "MAGIC=') == 0 and conn.count("sbatch --parsable") == 0
+    assert "/lustre/alice/sqsh/nvcr.io_nvidia_tao_tao-toolkit_6.26.3-pyt.sqsh" in result.script
+    assert "falling back to the registry image" in result.script
+    assert any("when the job is submitted" in w for w in result.warnings)
 
 
 async def test_resubmit_excludes_nodes_and_known_attempts(
@@ -418,14 +445,7 @@ async def test_sqsh_conversion_submitted_and_training_depends_afterany(
 ) -> None:
     conn = FakeConn()
     conn.sbatch = [ok("201")]
-    original = conn.run
-
-    async def run(cmd: Any, **kw: Any) -> Result:
-        if isinstance(cmd, str) and cmd.startswith("sbatch --parsable --export=ALL"):
-            return Result(cmd, 0, "200\n")
-        return await original(cmd, **kw)
-
-    conn.run = run  # type: ignore[method-assign]
+    conn.conversion = "200"
     result = await submitter(conn, store, profile).submit(make_spec(use_sqsh=True))
     assert result.sqsh_job_id == "200" and result.slurm_job_id == "201"
     script = conn.uploads["/lustre/alice/sbatch/job_job-1.sbatch"][0]
@@ -472,11 +492,12 @@ async def test_latest_reconverts_only_when_forced(store: JobStore, profile: Prof
         parse_image("nvcr.io/nvidia/x:latest"), use_sqsh=True
     )
     assert plan.action == "cached" and plan.warnings
+    conn.conversion = "500"
     forced = profile.model_copy(update={"force_reconvert_latest": True})
     plan = await images.ImageService(conn, forced).prepare(
-        parse_image("nvcr.io/nvidia/x:latest"), use_sqsh=True, dry_run=True
+        parse_image("nvcr.io/nvidia/x:latest"), use_sqsh=True
     )
-    assert plan.action == "convert"
+    assert plan.action == "convert" and plan.conversion_job_id == "500"
 
 
 def test_sqsh_cache_dir_defaults_under_base(profile: Profile) -> None:
@@ -489,7 +510,7 @@ def test_sqsh_cache_dir_defaults_under_base(profile: Profile) -> None:
 # ----------------------------------------------------------------------------------- pipelines
 
 
-def pipeline_spec() -> JobSpec:
+def pipeline_spec() -> ResolvedJob:
     return make_spec(
         then=[
             {"action": "evaluate", "command": "echo eval", "num_gpus": 1},
@@ -507,7 +528,7 @@ async def test_pipeline_steps_are_submitted_at_once_each_after_the_previous(
 ) -> None:
     conn = FakeConn()
     conn.sbatch = [ok("10"), ok("11"), ok("12")]
-    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+    result = await submitter(conn, store, profile).submit(pipeline_spec())
     assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "11", "12"]
     scripts = sbatch_scripts(conn)
     first = scripts["/lustre/alice/sbatch/job_job-1.sbatch"]
@@ -533,7 +554,7 @@ async def test_a_lost_sbatch_of_a_later_step_is_adopted_not_doubled(
     conn = FakeConn()
     conn.sbatch = [ok("10"), drop, ok("12")]
     conn.reconcile = ["11|PENDING|2026-11-29T20:59:59|Dependency"]
-    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+    result = await submitter(conn, store, profile).submit(pipeline_spec())
     assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "11", "12"]
     assert result.steps[0].adopted and conn.count("t=$(sbatch --test-only") == 3
     # The step after the adopted one depends on the adopted SLURM job.
@@ -546,13 +567,13 @@ async def test_a_refused_later_step_keeps_the_earlier_and_a_second_submit_finish
     conn = FakeConn()
     conn.sbatch = [ok("10"), rejected("Requested node configuration is not available")]
     with pytest.raises(OperationFailed) as caught:
-        await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+        await submitter(conn, store, profile).submit(pipeline_spec())
     message = str(caught.value)
     assert message.startswith("step 2 of 3 (job-1-evaluate) was not submitted: SLURM refused")
     assert "job-1 (SLURM job 10)" in message and "submit the same spec again" in message
     assert store.get("p", "job-1-evaluate") is None and store.require("p", "job-1").submitted
     conn.sbatch = [ok("21"), ok("22")]
-    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec())
+    result = await submitter(conn, store, profile).submit(pipeline_spec())
     assert [r.slurm_job_id for r in (result, *result.steps)] == ["10", "21", "22"]
     assert conn.count("t=$(sbatch --test-only") == 4  # step 1 was not submitted twice
     assert "afterok:10\n" in sbatch_scripts(conn)["/lustre/alice/sbatch/job_job-1-evaluate.sbatch"]
@@ -564,7 +585,7 @@ async def test_a_retried_step_keeps_its_pipeline_variables_without_a_dependency(
     conn = FakeConn()
     conn.sbatch = [ok("10"), ok("11"), ok("12"), ok("31")]
     sub = submitter(conn, store, profile)
-    await sub.submit_pipeline(pipeline_spec())
+    await sub.submit(pipeline_spec())
     await sub.resubmit(store.require("p", "job-1-evaluate"), reason="NCCL")
     script = sbatch_scripts(conn)["/lustre/alice/sbatch/job_job-1-evaluate.sbatch"]
     assert "--dependency" not in script
@@ -576,7 +597,77 @@ async def test_pipeline_dry_run_submits_nothing_and_shows_a_placeholder(
     store: JobStore, profile: Profile
 ) -> None:
     conn = FakeConn()
-    result = await submitter(conn, store, profile).submit_pipeline(pipeline_spec(), dry_run=True)
+    result = await submitter(conn, store, profile).submit(pipeline_spec(), dry_run=True)
     assert conn.count("t=$(sbatch --test-only") == 0 and store.list_jobs() == []
     assert len(result.steps) == 2
     assert "afterok:<SLURM id of the previous step>" in result.steps[1].script
+
+
+# ----------------------------------------------------------------------------------- stored steps
+
+
+async def test_the_store_keeps_the_resolved_step_and_a_retry_runs_it_as_planned(
+    store: JobStore, profile: Profile
+) -> None:
+    conn = FakeConn()
+    conn.sbatch = [ok("40"), ok("41")]
+    await submitter(conn, store, profile).submit(make_spec(num_gpus=16))
+    record = store.require("p", "job-1")
+    assert record.spec["num_gpus"] == 16 and record.plan["partition"] == "polar"
+    assert record.plan["shape"]["nodes"] == 2  # 16 GPUs: two exclusive nodes of 8
+    # The profile changed since (another partition, bigger nodes, another account): the retry
+    # runs what was submitted, checked against nothing new.
+    changed = profile.model_copy(
+        update={"partition": "other", "account": "acct", "max_gpus_per_node": 16}
+    )
+    await submitter(conn, store, changed).resubmit(record, reason="NODE_FAIL")
+    script = conn.uploads["/lustre/alice/sbatch/job_job-1.sbatch"][0]
+    assert "#SBATCH --partition=polar\n" in script and "--account" not in script
+    assert "#SBATCH --nodes=2\n" in script and "#SBATCH --exclusive\n" in script
+    assert store.require("p", "job-1").slurm_job_id == "41"
+
+
+def legacy_record(job_id: str, step: int = 0, pipeline: str = "", **spec: Any) -> JobRecord:
+    """A job as a version before stored plans kept it: its spec only."""
+    data = {**table(name=job_id), **spec}
+    data.setdefault("timeout_hours", 1.9)
+    return JobRecord(
+        id=job_id,
+        profile="p",
+        spec=data,
+        base_results_dir="/lustre/alice",
+        submitted=True,
+        attempts=[Attempt(0, str(60 + step), state="NODE_FAIL")],
+        pipeline_id=pipeline,
+        pipeline_step=step,
+    )
+
+
+async def test_a_job_stored_before_plans_were_is_retried_from_its_spec(
+    store: JobStore, profile: Profile
+) -> None:
+    store.create_job(legacy_record("old", time_hours=6))  # above today's 4 h: not checked
+    store.create_job(legacy_record("pl", 0, "pl"))
+    store.create_job(legacy_record("pl-ev", 1, "pl"))
+    conn = FakeConn()
+    conn.sbatch = [ok("70"), ok("71")]
+    sub = submitter(conn, store, profile)
+    attempt = await sub.resubmit(store.require("p", "old"), reason="NODE_FAIL")
+    assert attempt.slurm_job_id == "70" and attempt.number == 1
+    script = conn.uploads["/lustre/alice/sbatch/job_old.sbatch"][0]
+    assert "#SBATCH --time=06:00:00\n" in script and "#SBATCH --partition=polar\n" in script
+    await sub.resubmit(store.require("p", "pl-ev"), reason="NCCL")
+    step = conn.uploads["/lustre/alice/sbatch/job_pl-ev.sbatch"][0]
+    assert "export TAO_PREVIOUS_RESULTS_DIR=/lustre/alice/results/pl" in step
+    assert "export TAO_PIPELINE_STEP=2" in step and "--dependency" not in step
+
+
+async def test_a_stored_plan_this_version_cannot_read_is_made_again(
+    store: JobStore, profile: Profile
+) -> None:
+    store.create_job(replace(legacy_record("newer"), plan={"version": 99, "what": "?"}))
+    conn = FakeConn()
+    conn.sbatch = [ok("80")]
+    attempt = await submitter(conn, store, profile).resubmit(store.require("p", "newer"))
+    assert attempt.slurm_job_id == "80"
+    assert "#SBATCH --job-name=newer" in conn.uploads["/lustre/alice/sbatch/job_newer.sbatch"][0]

@@ -91,6 +91,7 @@ def test_the_backend_forgets_the_limits_of_the_old_host(tmp_path: Path) -> None:
     """The composer's wall-time check (no network) uses the new cluster's cached limits once
     the profile's host was changed in the same session."""
     from tao_slurm_tui.config import Config, Settings
+    from tao_slurm_tui.core.spec import SpecDraft
     from tao_slurm_tui.services.cluster import ClusterBackend
     from tao_slurm_tui.services.store import JobStore
 
@@ -100,8 +101,8 @@ def test_the_backend_forgets_the_limits_of_the_old_host(tmp_path: Path) -> None:
     partitions._write(new, {"batch": 3600})
     config = Config(tmp_path / "config.toml", Settings(profiles={"work": old}))
     backend = ClusterBackend(config, "work", store=JobStore(tmp_path / "state.db"))
-    spec = {**backend.default_spec(), "name": "j", "command": "true", "time_hours": 2}
-    assert "time_hours" not in backend.validate_spec(spec)
+    draft = SpecDraft({**backend.default_spec(), "name": "j", "command": "true", "time_hours": 2})
+    assert "time_hours" not in backend.resolve(draft).by_field()
     backend.save_profile("work", new)
-    assert "time_hours" in backend.validate_spec(spec)
+    assert "time_hours" in backend.resolve(draft).by_field()
     backend.store.close()

@@ -1,19 +1,18 @@
-"""The job spec (``SPEC.toml``): a validated pydantic model and its error messages.
+"""The job spec's schema (``SPEC.toml``): the pydantic models of a job and its ``[[then]]`` steps.
 
 Defaults are the platform's (1 node, 4 GPUs per node, 16 CPUs per task, 4 h wall time, 3.8 h
 timeout, ``/lustre`` mounted, requeue on, SQSH on). Unknown keys are errors, never ignored.
-Every error names the field and what is allowed, in words a user can act on:
-:func:`load_spec` raises :class:`~tao_slurm_tui.errors.BadInput` with one sentence, and
-:func:`spec_errors` maps field → message for the composer's inline validation.
+Every field rule here looks at one value (or, for the timeout, the wall time beside it); the
+rules that need more -- the profile, the partitions' limits, the jobs already submitted, a step
+merged with its parent -- live in :mod:`tao_slurm_tui.core.spec.resolver`, which is the one way
+in for a spec. Nothing outside that package validates a spec with this model.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import tomli_w
@@ -23,19 +22,14 @@ from pydantic import (
     Field,
     SerializationInfo,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
-from pydantic_core import ErrorDetails
 
 from tao_slurm_tui.core import images, storage
-from tao_slurm_tui.core.partitions import PartitionLimits, check_wall_time
-from tao_slurm_tui.core.profile import NAME_RE, Profile
-from tao_slurm_tui.core.shaping import Shape, shape_resources
-from tao_slurm_tui.errors import BadInput
+from tao_slurm_tui.core.profile import NAME_RE
 
 _PARTITION_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -133,8 +127,8 @@ class StepSpec(_Resources):
     """A follow-up action of a pipeline (one ``[[then]]`` table of ``SPEC.toml``).
 
     It runs in the parent's image once the step before it completed (``afterok``); fields left
-    out are the parent's. Every value is checked again as part of the step's own job spec
-    (:func:`pipeline_steps`).
+    out are the parent's. Merged with its parent (:func:`step_data`) it is checked again as a
+    job spec of its own when the job is resolved.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -225,7 +219,7 @@ class JobSpec(_Resources):
     """TAO experiment spec, staged as ``specs/<name>.json``; path values are converted."""
     then: list[StepSpec] = Field(default_factory=list, max_length=MAX_STEPS - 1)
     """Follow-up actions (``[[then]]`` tables): with any, the spec is a pipeline whose steps
-    are submitted at once, each after the previous one completed (see :func:`pipeline_steps`)."""
+    are submitted at once, each after the previous one completed (see :func:`step_data`)."""
 
     @model_serializer(mode="wrap")
     def _dump(
@@ -394,34 +388,6 @@ class JobSpec(_Resources):
             self.timeout_hours = round(self.time_hours * TIMEOUT_FRACTION, 4)
         return self
 
-    @model_validator(mode="after")
-    def _check_steps(self) -> JobSpec:
-        # After _derive_timeout: a step inherits the parent's (derived) timeout.
-        if not self.then:
-            return self
-        parent = self.model_dump(mode="json")
-        seen = {self.name}
-        for number, step in enumerate(self.then, start=2):
-            data = step_data(parent, step)
-            where = f"step {number} ({step.action!r})"
-            if len(data["name"]) > 64:
-                raise ValueError(
-                    f"{where}: its job id {data['name']!r} is longer than 64 characters; "
-                    "shorten the job's name or the action"
-                )
-            if data["name"] in seen:
-                raise ValueError(
-                    f"{where}: its job id {data['name']!r} is already used by an earlier step; "
-                    "give every action its own name"
-                )
-            seen.add(data["name"])
-            try:
-                JobSpec.model_validate(data)
-            except ValidationError as exc:
-                field, message = next(iter(_errors_by_field(exc).items()))
-                raise ValueError(f"{where}: field '{field}' {message}") from None
-        return self
-
     # ------------------------------------------------------------------ derived values
 
     @property
@@ -448,25 +414,6 @@ class JobSpec(_Resources):
                 seen.setdefault(storage.convert_path(item), None)
         return list(seen)
 
-    def shape(self, *, max_gpus_per_node: int = 8, max_cpus_per_task: int = 128) -> Shape:
-        """The SLURM resource request (see :mod:`tao_slurm_tui.core.shaping`)."""
-        return shape_resources(
-            self.num_nodes,
-            self.num_gpus,
-            self.cpus_per_task,
-            max_gpus_per_node=max_gpus_per_node,
-            max_cpus_per_task=max_cpus_per_task,
-            gpu_type=self.gpu_type,
-        )
-
-    def effective_partition(self, profile: Profile) -> str:
-        """The spec's partition, or the profile's."""
-        return self.partition or ",".join(profile.partitions)
-
-    def effective_account(self, profile: Profile) -> str:
-        """The spec's account, or the profile's."""
-        return self.account or profile.account.strip()
-
     def to_toml(self) -> str:
         """The spec as TOML text (for the composer's Save)."""
         return tomli_w.dumps(self.model_dump(mode="json"))
@@ -489,23 +436,6 @@ def step_data(parent: Mapping[str, Any], step: StepSpec) -> dict[str, Any]:
     data["env"] = {**dict(parent.get("env") or {}), **step.env}
     data["name"] = f"{parent['name']}-{step.action}"
     return data
-
-
-def pipeline_steps(spec: JobSpec) -> list[JobSpec]:
-    """Every step of ``spec`` as its own job spec, in order: the parent job first (without
-    ``then``), then one per ``[[then]]`` table. A single job gives ``[spec]``.
-
-    Raises:
-        BadInput: a step is invalid (cannot happen for a validated spec).
-    """
-    if not spec.then:
-        return [spec]
-    parent = spec.model_dump(mode="json", exclude_unset=True)
-    parent.pop("then", None)
-    steps = [validate_spec(parent)]
-    for number, step in enumerate(spec.then, start=2):
-        steps.append(validate_spec(step_data(parent, step), source=f"step {number}"))
-    return steps
 
 
 # ---------------------------------------------------------------------- [specs] helpers
@@ -535,303 +465,9 @@ def _convert_tree(tree: Any) -> Any:
     return tree
 
 
-# ---------------------------------------------------------------------- error messages
-
 FIELDS: tuple[str, ...] = tuple(JobSpec.model_fields)
 """The spec's keys, in file order."""
-
-_TYPE_WORDS = {
-    "int_type": "must be a whole number",
-    "int_parsing": "must be a whole number",
-    "int_from_float": "must be a whole number",
-    "float_type": "must be a number",
-    "float_parsing": "must be a number",
-    "bool_type": "must be true or false",
-    "bool_parsing": "must be true or false",
-    "string_type": "must be a string",
-    "list_type": "must be a list",
-    "dict_type": "must be a table",
-}
-
-
-def _message(error: ErrorDetails) -> str:
-    kind = error["type"]
-    ctx = error.get("ctx") or {}
-    loc = error["loc"]
-    item = ""
-    if len(loc) > 1:
-        item = f"item {int(loc[1]) + 1} " if isinstance(loc[1], int) else f"key {loc[1]!r} "
-    if kind == "extra_forbidden":
-        return f"is not a known field; allowed fields: {', '.join(FIELDS)}"
-    if kind == "missing":
-        return "is required"
-    if kind == "value_error":
-        return str(ctx.get("error", error["msg"]))
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        words = {
-            "greater_than_equal": "at least",
-            "greater_than": "above",
-            "less_than_equal": "at most",
-            "less_than": "below",
-        }[kind]
-        limit = next(iter(ctx.values()), "?")
-        return f"must be {words} {limit} (got {error.get('input')!r})"
-    if kind in _TYPE_WORDS:
-        got = error.get("input")
-        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
-        return f"{item}{_TYPE_WORDS[kind]}{shown}"
-    return f"{item}is invalid: {error['msg']}"
-
-
-def _errors_by_field(exc: ValidationError, data: Mapping[str, Any] | None = None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for error in exc.errors():
-        loc = error["loc"]
-        field = str(loc[0]) if loc else "spec"
-        if not loc and str((error.get("ctx") or {}).get("error", "")).startswith("step "):
-            out.setdefault("then", _message(error))  # a step's check (JobSpec._check_steps)
-            continue
-        if field == "then" and len(loc) >= 3 and isinstance(loc[1], int):
-            out.setdefault(field, _step_message(error, data))
-            continue
-        out.setdefault(field, _message(error))
-    return out
-
-
-def _step_message(error: ErrorDetails, data: Mapping[str, Any] | None) -> str:
-    """``step N ('action'): field 'x' ...`` for an error inside a ``[[then]]`` table."""
-    loc = error["loc"]
-    index = int(loc[1])
-    action = ""
-    steps = (data or {}).get("then")
-    if isinstance(steps, list) and index < len(steps) and isinstance(steps[index], Mapping):
-        name = steps[index].get("action")
-        action = f" ({name!r})" if isinstance(name, str) and name else ""
-    inner: ErrorDetails = {**error, "loc": tuple(loc[2:])}
-    if error["type"] == "extra_forbidden":
-        message = f"is not a known field of a [[then]] step; allowed: {', '.join(STEP_FIELDS)}"
-    else:
-        message = _message(inner)
-    return f"step {index + 2}{action}: field '{loc[2]}' {message}"
-
-
-def spec_errors(data: Mapping[str, Any]) -> dict[str, str]:
-    """Validate ``data`` and return field → message (empty when valid), for inline validation.
-
-    Messages are phrases meant to follow the field's name ("must be below time_hours (4)").
-    """
-    try:
-        JobSpec.model_validate(dict(data))
-    except ValidationError as exc:
-        return _errors_by_field(exc, data)
-    return {}
-
-
-PROFILE_DEFAULTS = ("time_hours", "timeout_hours", "use_requeue")
-"""Spec fields whose default comes from the profile (and so from ``SLURM_TIME_HOURS``,
-``SLURM_TIMEOUT_HOURS``, ``SLURM_USE_REQUEUE``) when the spec leaves them out."""
-
-
-def with_profile_defaults(data: Mapping[str, Any], profile: Profile) -> dict[str, Any]:
-    """``data`` with the profile's wall time, timeout and requeue for the keys it leaves out.
-
-    A spec that sets ``time_hours`` alone keeps the derived timeout (:data:`TIMEOUT_FRACTION`);
-    a profile whose timeout is not below its wall time gets the derived one too.
-    """
-    out = dict(data)
-    out.setdefault("use_requeue", profile.use_requeue)
-    if "time_hours" not in out:
-        out["time_hours"] = profile.time_hours
-        if "timeout_hours" not in out:
-            out["timeout_hours"] = (
-                profile.timeout_hours
-                if profile.timeout_hours < profile.time_hours
-                else round(profile.time_hours * TIMEOUT_FRACTION, 4)
-            )
-    return out
-
-
-def spec_for_profile(spec: JobSpec, profile: Profile) -> JobSpec:
-    """``spec`` as it runs on ``profile``: the profile's defaults for what the spec left out.
-
-    Raises:
-        BadInput: the combination is invalid (a spec timeout not below the profile's wall time).
-    """
-    data = with_profile_defaults(spec.model_dump(mode="json", exclude_unset=True), profile)
-    return validate_spec(data)
-
-
-def spec_errors_for_profile(
-    data: Mapping[str, Any],
-    profile: Profile,
-    partition_limits: PartitionLimits | None = None,
-) -> dict[str, str]:
-    """Field → message for a spec as it would run on ``profile``, wall time included.
-
-    The composer's inline validation (real and fake back ends alike): :func:`spec_errors`,
-    plus the wall time against the MaxTime of every partition the job may run in (the spec's,
-    else the profile's). The wall-time check runs even while other fields are still wrong, so
-    the user sees every problem at once.
-
-    Args:
-        data: the spec as typed (a dict; unknown keys are reported too).
-        profile: supplies the partitions when the spec names none.
-        partition_limits: MaxTime per partition in seconds; default the packaged list.
-    """
-    errors = spec_errors(with_profile_defaults(data, profile))
-    if "time_hours" in errors or "partition" in errors:
-        return errors
-    hours = data.get("time_hours", profile.time_hours)
-    if not isinstance(hours, int | float) or isinstance(hours, bool):
-        return errors
-    partition = str(data.get("partition") or "").strip() or ",".join(profile.partitions)
-    problem = check_wall_time(float(hours), partition, partition_limits)
-    if problem:
-        errors["time_hours"] = problem
-    return errors
-
-
-def validate_spec(data: Mapping[str, Any], *, source: str = "spec") -> JobSpec:
-    """Validate ``data`` as a spec.
-
-    Raises:
-        BadInput: one sentence naming ``source``, the first bad field and what is allowed.
-    """
-    try:
-        return JobSpec.model_validate(dict(data))
-    except ValidationError as exc:
-        errors = _errors_by_field(exc, data)
-        field, message = next(iter(errors.items()))
-        more = len(errors) - 1
-        suffix = f" ({more} more field{'s' if more > 1 else ''} with problems)" if more else ""
-        if field == "then" and message.startswith("step "):
-            # A [[then]] step's problem names the step and its field itself.
-            raise BadInput(f"{source}: {message}{suffix}.") from None
-        raise BadInput(f"{source}: field '{field}' {message}{suffix}.") from None
-
-
-def parse_spec_table(text: str, *, source: str = "spec") -> dict[str, Any]:
-    """Parse TOML text into the spec's table, not yet validated.
-
-    Raises:
-        BadInput: not TOML, or nested too deeply to read.
-    """
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{source}: not valid TOML ({exc}); fix the file and try again.") from None
-    except RecursionError:
-        raise BadInput(too_deep(source)) from None
-
-
-def parse_spec_text(text: str, *, source: str = "spec") -> JobSpec:
-    """Parse TOML text as a spec.
-
-    Raises:
-        BadInput: not TOML, or not a valid spec.
-    """
-    data = parse_spec_table(text, source=source)
-    try:
-        return validate_spec(data, source=source)
-    except RecursionError:
-        raise BadInput(too_deep(source)) from None
-
-
-def too_deep(source: str) -> str:
-    """The sentence for a TOML document nested too deeply to read (arrays in arrays ...)."""
-    return (
-        f"{source}: the TOML is nested too deeply to read (thousands of arrays or tables "
-        "inside each other); a spec needs only a few levels, so fix the file."
-    )
-
-
-def read_spec_text(path: str | Path) -> str:
-    """The text of a ``SPEC.toml`` file.
-
-    Raises:
-        BadInput: missing, a directory, unreadable, or not UTF-8 text (a binary file).
-    """
-    file = Path(path)
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raise BadInput(f"{file}: no such spec file; check the path.") from None
-    except IsADirectoryError:
-        raise BadInput(f"{file}: is a directory, not a spec file.") from None
-    except OSError as exc:
-        raise BadInput(f"{file}: cannot read the spec file ({exc.strerror}).") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadInput(f"{file}: the spec file is not UTF-8 text.") from None
-
-
-def load_spec(path: str | Path) -> JobSpec:
-    """Read and validate a ``SPEC.toml`` file.
-
-    Raises:
-        BadInput: unreadable file, bad TOML, or an invalid field (one sentence naming the file,
-            the field and what is allowed).
-    """
-    return parse_spec_text(read_spec_text(path), source=str(Path(path)))
 
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 """Image a new job starts from (the composer's default and its placeholder)."""
-
-
-def default_spec(profile: Profile, *, name: str = "") -> dict[str, Any]:
-    """A new job with the profile's defaults (the composer's empty form)."""
-    return {
-        "name": name,
-        "image": DEFAULT_IMAGE,
-        "command": "",
-        "num_nodes": 1,
-        "num_gpus": 4,
-        "cpus_per_task": 16,
-        "time_hours": profile.time_hours,
-        "timeout_hours": profile.timeout_hours,
-        "partition": profile.partitions[0] if profile.partitions else "",
-        "account": profile.account,
-        "container_mounts": ["/lustre"],
-        "use_requeue": profile.use_requeue,
-        "use_sqsh": True,
-        "inputs": [],
-        "env": {},
-        "specs": {},
-    }
-
-
-def spec_for(spec: Mapping[str, Any] | JobSpec, profile: Profile) -> JobSpec:
-    """A spec (a dict as typed, or one loaded from a file) as it runs on ``profile``.
-
-    Raises:
-        BadInput: the spec is invalid (one sentence naming the field).
-    """
-    if isinstance(spec, JobSpec):
-        return spec_for_profile(spec, profile)
-    return validate_spec(with_profile_defaults(spec, profile))
-
-
-def refusal_hint(message: str, spec: JobSpec, profile: Profile) -> str:
-    """What to do when SLURM refused ``spec`` with ``message`` ('' when there is nothing more
-    to say than SLURM's words).
-
-    "Requested node configuration is not available" means no node of the partition could ever
-    hold the request (not "busy now"): name what was asked for on one node, and where to see
-    what the nodes have.
-    """
-    if "node configuration is not available" not in message.lower():
-        return ""
-    shape = spec.shape(
-        max_gpus_per_node=profile.max_gpus_per_node,
-        max_cpus_per_task=profile.max_cpus_per_task,
-    )
-    gpus = f"{shape.gpus_per_node} {spec.gpu_type + ' ' if spec.gpu_type else ''}GPU(s)"
-    where = spec.effective_partition(profile) or "the default partition"
-    return (
-        f"No node of {where} has {gpus} and {shape.cpus_per_task} CPUs on one node; "
-        "'tao-slurm-tui capacity' lists each partition's GPU types and nodes. Ask for fewer "
-        + ("or another GPU type (or none), " if spec.gpu_type else "")
-        + "or another partition, and submit again."
-    )
