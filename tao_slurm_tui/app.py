@@ -269,17 +269,17 @@ class TaoSlurmApp(App[None]):
             self.push_screen(HistoryScreen(self.ctx))
 
     def action_queue(self) -> None:
-        """Back to the queue (the bottom screen)."""
-        while len(self.screen_stack) > 2:
-            self.pop_screen()
+        """Back to the queue (the home screen): every screen above it is dismissed."""
+        if self.home is not None:
+            self.home.pop_until_active()
 
     def action_logs(self) -> None:
         """Logs of the job selected in the queue."""
-        from tao_slurm_tui.screens.queue import QueueScreen
-
-        self.action_queue()
-        if isinstance(self.screen, QueueScreen):
-            self.screen.action_logs()
+        home = self.home
+        if home is not None:
+            home.pop_until_active()
+            # After the screens above it are gone (pop_until_active dismisses them later).
+            self.call_later(home.action_logs)
 
     def switch_profile(self, name: str, backend: Backend | None = None) -> None:
         """Use another profile: its back end (``backend`` if one is already open, else a new
@@ -301,11 +301,18 @@ class TaoSlurmApp(App[None]):
         self._listen(backend)
         self.session = SessionStatus.of(backend)
         self.run_worker(old.close(), group="close", exit_on_error=False)
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        self.home = QueueScreen(self.ctx)
-        self.push_screen(self.home)
+        old_home, self.home = self.home, QueueScreen(self.ctx)
+        if old_home is None:
+            self.push_screen(self.home)
+        else:
+            # Later, not now: this may run in a screen's dismiss callback, while it is popped.
+            self.call_later(self._replace_home, old_home, self.home)
         self.notify(f"Profile '{name}' is active.")
+
+    def _replace_home(self, old: QueueScreen, new: QueueScreen) -> None:
+        """Dismiss every screen above the old queue, then put the new queue in its place."""
+        old.pop_until_active()
+        self.call_later(self.switch_screen, new)
 
     async def action_quit(self) -> None:
         """Close the back end, then exit."""

@@ -275,11 +275,8 @@ class OnboardingScreen(Screen[None]):
         self.doctor()
 
     def action_back(self) -> None:
-        """Back to the queue."""
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
-        else:
-            self.notify("Save a working profile first; the queue needs one.", severity="warning")
+        """Back to the queue (always under the set-up: the app opens it first)."""
+        self.dismiss()
 
     # ------------------------------------------------------------------ doctor
     @work(exclusive=True, group="doctor", exit_on_error=False)
