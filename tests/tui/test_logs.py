@@ -148,3 +148,28 @@ async def test_following_survives_a_scrollbar_appearing() -> None:
         view.styles.height = 10
         await wait_for(pilot, lambda: view.size.height == 10, "the smaller view")
         await wait_for(pilot, lambda: _followed_to_the_end(view), "the end after a resize")
+
+
+async def test_a_search_that_lands_on_the_end_does_not_follow() -> None:
+    """A match among the last lines scrolls the view to its end: the reader is reading it, so
+    new lines must not move the view (the end of the view is not 'following')."""
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LogView()
+
+    app = One()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = app.query_one(LogView)
+        view.write_lines([f"line {i}" for i in range(100)] + ["needle"])
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "the view at the end")
+        assert view.search("needle") == 1
+        await wait_for(pilot, lambda: view.scroll_y == view.max_scroll_y, "the match at the end")
+        assert not view.follow
+        at = view.scroll_y
+        view.write_lines([f"more {i}" for i in range(50)])
+        await wait_for(pilot, lambda: view.max_scroll_y >= at + 50, "the new lines laid out")
+        await pilot.pause()
+        assert view.scroll_y == at and view.new_lines == 50
+        view.action_follow()
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "following again")
