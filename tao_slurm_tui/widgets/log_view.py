@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.events import MouseScrollUp
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -43,6 +44,28 @@ def clean_line(line: str) -> str:
 
 class LogView(ScrollView, can_focus=True):
     """Bounded, searchable, follow-able lines with attempt separators."""
+
+    class Changed(Message):
+        """The lines or the search changed (a fact: a status line may say so). Pending ones
+        are coalesced: a flood of batches is one message per look at the queue."""
+
+        def __init__(self, view: LogView) -> None:
+            """Create the message.
+
+            Args:
+                view: The view that changed.
+            """
+            super().__init__()
+            self.view = view
+
+        @property
+        def control(self) -> LogView:
+            """The view that changed."""
+            return self.view
+
+        def can_replace(self, message: Message) -> bool:
+            """A newer one of the same view says the same and more."""
+            return isinstance(message, LogView.Changed) and message.view is self.view
 
     COMPONENT_CLASSES = {"log-view--match", "log-view--current-match", "log-view--separator"}
     """
@@ -156,6 +179,7 @@ class LogView(ScrollView, can_focus=True):
                 # Keep the same text under the reader's eyes while old lines are dropped.
                 self.scroll_to(y=max(0, self.scroll_y - overflow), animate=False, immediate=True)
         self.refresh()
+        self.post_message(self.Changed(self))
 
     def clear(self) -> None:
         """Drop every line and the search."""
@@ -167,6 +191,7 @@ class LogView(ScrollView, can_focus=True):
         self._cache.clear()
         self.virtual_size = Size(0, 0)
         self.refresh()
+        self.post_message(self.Changed(self))
 
     # ------------------------------------------------------------------ follow
     # Following is Textual's anchor, held or released: every layout pass scrolls an anchored
@@ -273,6 +298,7 @@ class LogView(ScrollView, can_focus=True):
             if self._matches:
                 self._go_to(0)
         self.refresh()
+        self.post_message(self.Changed(self))
         return len(self._matches)
 
     def next_match(self, step: int = 1) -> None:
@@ -282,6 +308,7 @@ class LogView(ScrollView, can_focus=True):
             return
         current = self._current if self._current >= 0 else -1
         self._go_to((current + step) % len(self._matches))
+        self.post_message(self.Changed(self))
 
     def _go_to(self, index: int) -> None:
         self._current = index

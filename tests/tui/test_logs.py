@@ -8,6 +8,7 @@ from textual.app import App, ComposeResult
 
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.widgets.log_pane import LogPane
 from tao_slurm_tui.widgets.log_view import LogView, clean_line
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import wait_for
@@ -173,3 +174,28 @@ async def test_a_search_that_lands_on_the_end_does_not_follow() -> None:
         assert view.scroll_y == at and view.new_lines == 50
         view.action_follow()
         await wait_for(pilot, lambda: _followed_to_the_end(view), "following again")
+
+
+async def test_the_status_line_follows_the_view_by_message() -> None:
+    """The pane's status line hears the view's Changed facts: lines, drops and the search,
+    without anyone asking it to redraw."""
+
+    class Pane(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LogPane("out", max_lines=100)
+
+    app = Pane()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(LogPane)
+
+        def status() -> str:
+            return str(pane.status.render())
+
+        await wait_for(pilot, lambda: "no lines yet" in status(), "the empty status")
+        for start in range(0, 150, 10):  # a flood of batches: coalesced, never lost
+            pane.view.write_lines([f"line {i}" for i in range(start, start + 10)])
+        await wait_for(pilot, lambda: "100 lines · 50 older dropped" in status(), "the count")
+        pane.view.search("line 14")
+        await wait_for(pilot, lambda: "'line 14': 1/10 matches" in status(), "the search")
+        pane.view.next_match()
+        await wait_for(pilot, lambda: "'line 14': 2/10 matches" in status(), "the next match")
