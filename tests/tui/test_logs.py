@@ -37,6 +37,14 @@ async def _open_logs(
     return screen
 
 
+class OneView(App[None]):
+    """A bare app with one log view."""
+
+    def compose(self) -> ComposeResult:
+        """The view."""
+        yield LogView()
+
+
 def _followed_to_the_end(view: LogView) -> bool:
     # scroll_end runs after the refresh that lays out the new lines: wait for both.
     return view.max_scroll_y > 0 and view.scroll_y == view.max_scroll_y
@@ -134,11 +142,7 @@ async def test_following_survives_a_scrollbar_appearing() -> None:
     """A scrollbar that appears after the lines were laid out sends no Resize: the view must
     still end on the last line (it used to stop one line short, the last line hidden)."""
 
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield LogView()
-
-    app = One()
+    app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
         view = app.query_one(LogView)
         view.write_lines([f"line {i}" for i in range(100)])
@@ -155,11 +159,7 @@ async def test_a_search_that_lands_on_the_end_does_not_follow() -> None:
     """A match among the last lines scrolls the view to its end: the reader is reading it, so
     new lines must not move the view (the end of the view is not 'following')."""
 
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield LogView()
-
-    app = One()
+    app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
         view = app.query_one(LogView)
         view.write_lines([f"line {i}" for i in range(100)] + ["needle"])

@@ -3,33 +3,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tao_slurm_tui.app import TaoSlurmApp
 from tao_slurm_tui.screens.capacity import CapacityScreen
 from tao_slurm_tui.screens.help import HelpScreen
 from tao_slurm_tui.screens.history import HistoryScreen
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.onboarding import OnboardingScreen
-from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.test_capacity import Clusters, _app
+from tests.tui.test_queue import _queue
 from tests.tui.waits import settle, shown, wait_for
-
-
-async def _home(pilot: Any) -> QueueScreen:
-    screen: QueueScreen = await shown(pilot, QueueScreen)
-    await wait_for(pilot, lambda: screen.polled_ok, "the first poll")
-    await settle(pilot)
-    return screen
 
 
 async def test_queue_from_deep_in_the_stack_dismisses_what_is_above(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        home = await _home(pilot)
+        home = await _queue(pilot)
         await pilot.press("h")
         await shown(pilot, HistoryScreen)
         await pilot.press("question_mark")
@@ -43,7 +34,7 @@ async def test_queue_from_deep_in_the_stack_dismisses_what_is_above(fake: FakeBa
 async def test_logs_from_another_screen_open_the_selected_jobs(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        home = await _home(pilot)
+        home = await _queue(pilot)
         await pilot.press("down")
         await wait_for(pilot, lambda: home.table.cursor_row == 1, "the second row")
         selected = home.table.cursor_job_id
@@ -60,7 +51,7 @@ async def test_a_profile_switch_replaces_the_home_queue_and_its_listener() -> No
     factory = Clusters()
     app: TaoSlurmApp = _app(factory)
     async with app.run_test(size=SIZE) as pilot:
-        old_home = await _home(pilot)
+        old_home = await _queue(pilot)
         old_backend = app.backend
         assert isinstance(old_backend, FakeBackend)
         await pilot.press("question_mark")
@@ -72,7 +63,7 @@ async def test_a_profile_switch_replaces_the_home_queue_and_its_listener() -> No
             lambda: app.home is not old_home and app.screen is app.home,
             "the new queue on top",
         )
-        new_home = await _home(pilot)
+        new_home = await _queue(pilot)
         assert not old_home.is_attached and len(app.screen_stack) == 2
         assert new_home.query_one(AppHeader).status.profile == "dgx-east"
         new_backend = app.backend
@@ -88,7 +79,7 @@ async def test_a_profile_switch_replaces_the_home_queue_and_its_listener() -> No
 async def test_escape_on_the_set_up_goes_back_to_the_queue(fake: FakeBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        home = await _home(pilot)
+        home = await _queue(pilot)
         await pilot.press("d")
         await shown(pilot, OnboardingScreen)
         await settle(pilot)

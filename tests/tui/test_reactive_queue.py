@@ -5,26 +5,17 @@ row under the cursor) reach the screen as messages."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets.data_table import ColumnKey
 
 from tao_slurm_tui.core.models import Progress, TaoStatus
-from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.fake import FakeBackend, seed_jobs, seed_pipeline
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder
 from tests.tui.conftest import SIZE, build_app, frozen
-from tests.tui.test_queue import _many_jobs
-from tests.tui.waits import settle, shown, wait_for
-
-
-async def _queue(pilot: Any) -> QueueScreen:
-    screen: QueueScreen = await shown(pilot, QueueScreen)
-    await wait_for(pilot, lambda: screen.polled_ok, "the first poll")
-    await settle(pilot)
-    return screen
+from tests.tui.test_queue import _many_jobs, _queue
+from tests.tui.waits import settle, wait_for
 
 
 def _order(table: JobTable) -> list[str]:
