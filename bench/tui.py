@@ -4,7 +4,7 @@ Run with ``.venv/bin/python bench/tui.py`` (no cluster needed: the app runs head
 deterministic ``FakeBackend``). Measures, side by side in one run:
 
 1. one queue tick with 2,000 jobs (5% of them changed): our keyed diff
-   (:meth:`JobTable.apply`, and the screen's whole tick ``QueueScreen._apply``) vs the naive
+   (:meth:`JobTable.apply`, and the screen's whole tick ``QueueScreen._take``) vs the naive
    ``clear()`` + re-adding every row; the call itself (how long the event loop is blocked) and
    the CPU until the app is idle again (DataTable's deferred measuring and the repaint
    included); whether the cursor and scroll stayed put;
@@ -237,7 +237,7 @@ async def bench_tick() -> tuple[dict[str, TickResult], float]:
             return table.apply(new).updated_cells
 
         def screen_tick(new: list[JobRecord]) -> int:
-            screen._apply(new)
+            screen._take(new)
             return -1
 
         def naive(new: list[JobRecord]) -> int:
@@ -615,7 +615,7 @@ def tick_table(ticks: dict[str, TickResult], floor: float) -> str:
     """The queue-tick table."""
     labels = {
         "ours": "ours: `JobTable.apply` (keyed diff, `update_cell` only where changed)",
-        "screen": "ours, the screen's whole tick: `QueueScreen._apply` (transitions + diff)",
+        "screen": "ours, the screen's whole tick: `QueueScreen._take` (transitions + diff)",
         "naive": "naive: `clear()` + `add_row` x 2,000 in one `batch_update`",
     }
     naive = ticks["naive"]

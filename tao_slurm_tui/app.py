@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App
+from textual.reactive import var
 from textual.theme import Theme
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
@@ -24,10 +26,12 @@ from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.session import BackendFactory, backend_factory
+from tao_slurm_tui.widgets.app_header import ConnectionStateChanged, SessionStatus
 from tao_slurm_tui.widgets.theme import TAO_DARK, THEMES
 
 if TYPE_CHECKING:
     from tao_slurm_tui.screens.composer import ComposerScreen
+    from tao_slurm_tui.screens.onboarding import OnboardingScreen
     from tao_slurm_tui.screens.queue import QueueScreen
 
 log = logging.getLogger(__name__)
@@ -56,6 +60,10 @@ class TaoSlurmApp(App[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     """Below 110 columns (80x24, 100x30) screens stack labels over fields and use compact
     buttons: see the ``-narrow`` rules in styles/."""
+
+    session: var[SessionStatus] = var(SessionStatus("", "disconnected", None), init=False)
+    """How the active back end stands (profile, connection, last poll): what every screen's
+    header shows. Kept current by messages, never by asking the back end on a timer."""
 
     def __init__(
         self,
@@ -94,6 +102,8 @@ class TaoSlurmApp(App[None]):
         """Writes the settings to the config file (the chosen theme); None: not saved."""
         self.home: QueueScreen | None = None
         """The queue (the home screen at the bottom of the stack)."""
+        self._unlisten: Callable[[], None] | None = None
+        self.set_reactive(TaoSlurmApp.session, SessionStatus.of(backend))
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = settings.theme if settings.theme in self.available_themes else TAO_DARK.name
@@ -116,6 +126,7 @@ class TaoSlurmApp(App[None]):
 
         if self.ctx.settings.keys:
             self.set_keymap(self.ctx.settings.keys)
+        self._listen(self.backend)
         self.home = QueueScreen(self.ctx)
         self.push_screen(self.home)
         if self.initial_spec is not None:
@@ -123,6 +134,38 @@ class TaoSlurmApp(App[None]):
         if self.new_profile or self.backend.profile.missing_required():
             self.push_screen(OnboardingScreen(self.ctx))
         self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    # ------------------------------------------------------------------ session
+    def _listen(self, backend: Backend) -> None:
+        """Hear ``backend``'s connection changes (and no longer the previous back end's)."""
+        if self._unlisten is not None:
+            self._unlisten()
+        self._unlisten = backend.add_listener(self._connection_changed)
+
+    def _connection_changed(self, state: str) -> None:
+        # Called inside the connection's own code (on the event loop's thread): only post the
+        # fact; the headers follow when the message is handled.
+        self.post_message(ConnectionStateChanged(state))
+
+    def on_unmount(self) -> None:
+        """Stop listening to the back end."""
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+
+    def on_connection_state_changed(self, message: ConnectionStateChanged) -> None:
+        """The connection changed state: every header shows it."""
+        self.session = replace(self.session, connection=message.state)
+
+    def on_queue_screen_refreshed(self, message: QueueScreen.Refreshed) -> None:
+        """The queue reached the cluster: every header shows when (the home queue's only: a
+        queue being replaced by a profile switch may still finish a poll)."""
+        if message.control is self.home:
+            self.session = replace(self.session, last_poll=message.polled_at)
+
+    def on_onboarding_screen_profile_saved(self, message: OnboardingScreen.ProfileSaved) -> None:
+        """The set-up saved the profile, perhaps under a new name: every header shows it."""
+        self.session = replace(self.session, profile=message.profile_name)
 
     def _theme_changed(self, theme: Theme) -> None:
         """Remember the theme picked in the palette for the next start."""
@@ -226,17 +269,17 @@ class TaoSlurmApp(App[None]):
             self.push_screen(HistoryScreen(self.ctx))
 
     def action_queue(self) -> None:
-        """Back to the queue (the bottom screen)."""
-        while len(self.screen_stack) > 2:
-            self.pop_screen()
+        """Back to the queue (the home screen): every screen above it is dismissed."""
+        if self.home is not None:
+            self.home.pop_until_active()
 
     def action_logs(self) -> None:
         """Logs of the job selected in the queue."""
-        from tao_slurm_tui.screens.queue import QueueScreen
-
-        self.action_queue()
-        if isinstance(self.screen, QueueScreen):
-            self.screen.action_logs()
+        home = self.home
+        if home is not None:
+            home.pop_until_active()
+            # After the screens above it are gone (pop_until_active dismisses them later).
+            self.call_later(home.action_logs)
 
     def switch_profile(self, name: str, backend: Backend | None = None) -> None:
         """Use another profile: its back end (``backend`` if one is already open, else a new
@@ -255,12 +298,21 @@ class TaoSlurmApp(App[None]):
                 self.notify(str(error), severity="error")
                 return
         old, self.ctx.backend = self.ctx.backend, backend
+        self._listen(backend)
+        self.session = SessionStatus.of(backend)
         self.run_worker(old.close(), group="close", exit_on_error=False)
-        while len(self.screen_stack) > 1:
-            self.pop_screen()
-        self.home = QueueScreen(self.ctx)
-        self.push_screen(self.home)
+        old_home, self.home = self.home, QueueScreen(self.ctx)
+        if old_home is None:
+            self.push_screen(self.home)
+        else:
+            # Later, not now: this may run in a screen's dismiss callback, while it is popped.
+            self.call_later(self._replace_home, old_home, self.home)
         self.notify(f"Profile '{name}' is active.")
+
+    def _replace_home(self, old: QueueScreen, new: QueueScreen) -> None:
+        """Dismiss every screen above the old queue, then put the new queue in its place."""
+        old.pop_until_active()
+        self.call_later(self.switch_screen, new)
 
     async def action_quit(self) -> None:
         """Close the back end, then exit."""

@@ -12,6 +12,7 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Label, Static
 
@@ -121,6 +122,11 @@ class HistoryScreen(Screen[None]):
     detail = getters.query_one("#history-detail", Static)
     summary = getters.query_one("#history-summary", Static)
 
+    page: var[HistoryPage | None] = var(None, init=False, always_update=True)
+    """The page shown; setting it (a reload too: links may be new) fills the table."""
+    highlighted: var[str | None] = var(None, init=False, always_update=True)
+    """Row key under the cursor; the usage pane shows its job."""
+
     def __init__(self, ctx: UiContext, *, page_size: int = 200) -> None:
         """Create the screen.
 
@@ -135,7 +141,6 @@ class HistoryScreen(Screen[None]):
         """The filters in force (``before`` is the current page's cursor)."""
         self.cursors: list[int | None] = [None]
         """The cursor of every page shown so far; the last is the current page's."""
-        self.page: HistoryPage | None = None
         self.entries: dict[str, HistoryEntry] = {}
         """The current page's entries by row key (raw id)."""
         self.links: dict[str, JobRecord] = {}
@@ -176,10 +181,12 @@ class HistoryScreen(Screen[None]):
         finally:
             self.fetching = False
         self.links = links_by_slurm_id(self.ctx.backend.jobs())
-        self._show(page)
-
-    def _show(self, page: HistoryPage) -> None:
         self.page = page
+
+    def watch_page(self, page: HistoryPage | None) -> None:
+        """Fill the table, the summary and the page line with ``page``."""
+        if page is None:
+            return
         self.entries = {e.raw_id + "/" + e.job_id: e for e in page.entries}
         self.table.clear()
         for key, entry in self.entries.items():
@@ -192,24 +199,27 @@ class HistoryScreen(Screen[None]):
         total = (number - 1) * self.page_size + (page.total or 0)
         more = " · older jobs follow" if page.more else ""
         self.table.border_subtitle = f"page {number} · jobs {first}-{last} of {total}{more}"
-        self._show_detail()
+        self.highlighted = self._cursor_key()
 
-    def _selected(self) -> HistoryEntry | None:
+    def _cursor_key(self) -> str | None:
         if not self.table.row_count:
             return None
-        key = self.table.coordinate_to_cell_key(self.table.cursor_coordinate).row_key.value
-        return self.entries.get(key or "")
+        return self.table.coordinate_to_cell_key(self.table.cursor_coordinate).row_key.value
 
-    def _show_detail(self) -> None:
-        entry = self._selected()
+    def _selected(self) -> HistoryEntry | None:
+        return self.entries.get(self._cursor_key() or "")
+
+    def watch_highlighted(self, key: str | None) -> None:
+        """Show the highlighted job's usage (or say the window is empty)."""
+        entry = self.entries.get(key or "")
         if entry is None:
             self.detail.update(Text("No jobs in this window; widen it (since: 30d).", "italic"))
         else:
             self.detail.update(render_entry(entry, linked_record(entry, self.links)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """Show the highlighted job's usage."""
-        self._show_detail()
+        """Another job under the cursor."""
+        self.highlighted = self._cursor_key()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter opens the output."""

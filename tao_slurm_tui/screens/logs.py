@@ -110,7 +110,6 @@ class LogsScreen(Screen[None]):
     def _search(self, event: Input.Submitted) -> None:
         pane = self.active_pane
         count = pane.view.search(event.value.strip())
-        pane.refresh_status()
         if event.value.strip() and not count:
             self.notify(f"No line contains '{event.value.strip()}'.", severity="warning", timeout=3)
         pane.view.focus()
@@ -122,7 +121,6 @@ class LogsScreen(Screen[None]):
             self.notify(f"No search in main.{pane.stream}: press / to search.", timeout=3)
             return
         pane.view.next_match(step)
-        pane.refresh_status()
 
     def action_next_match(self) -> None:
         """Go to the next match."""

@@ -12,6 +12,7 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Collapsible, Input, Label, Select
 
@@ -98,6 +99,25 @@ class OnboardingScreen(Screen[None]):
 
     checks = getters.query_one("#checks", VerticalScroll)
     doctor_status = getters.query_one("#doctor-status", Label)
+
+    class ProfileSaved(Message):
+        """The profile was saved to the config file (perhaps under a new name): a fact."""
+
+        def __init__(self, screen: OnboardingScreen, profile_name: str) -> None:
+            """Create the message.
+
+            Args:
+                screen: The set-up screen that saved it.
+                profile_name: The profile's name.
+            """
+            super().__init__()
+            self.screen = screen
+            self.profile_name = profile_name
+
+        @property
+        def control(self) -> OnboardingScreen:
+            """The set-up screen that saved the profile."""
+            return self.screen
 
     def __init__(self, ctx: UiContext, *, run_doctor: bool = True) -> None:
         """Create the screen.
@@ -240,6 +260,7 @@ class OnboardingScreen(Screen[None]):
             self.notify(str(error), severity="error")
             return
         self.notify(f"Profile '{name}' saved.")
+        self.post_message(self.ProfileSaved(self, name))
         self.doctor()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -254,11 +275,8 @@ class OnboardingScreen(Screen[None]):
         self.doctor()
 
     def action_back(self) -> None:
-        """Back to the queue."""
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
-        else:
-            self.notify("Save a working profile first; the queue needs one.", severity="warning")
+        """Back to the queue (always under the set-up: the app opens it first)."""
+        self.dismiss()
 
     # ------------------------------------------------------------------ doctor
     @work(exclusive=True, group="doctor", exit_on_error=False)

@@ -1,19 +1,28 @@
-"""The home screen: the live job queue, a detail pane, and the actions on a job."""
+"""The home screen: the live job queue, a detail pane, and the actions on a job.
+
+The screen's state is reactive and the widgets follow it: the job snapshot (:attr:`all_jobs`),
+the filter, "finished hidden" and the collapsed pipelines make :attr:`QueueScreen.rows`, which
+the table shows (data binding); the sort is the table's own, mirrored here by its ``Sorted``
+message for the subtitle; the row under the cursor (:attr:`selected`, from the table's
+``Highlighted`` message), the snapshot and what was fetched make the detail pane's
+:attr:`detail_view` (computed, bound to the pane); :attr:`notice` is bound to the notice line.
+Nothing calls a redraw: setting the state is enough.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import re
 
-from rich.text import Text
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.notifications import Notification, Notify
+from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Input
 
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
@@ -27,14 +36,13 @@ from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelMo
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
-from tao_slurm_tui.widgets.job_detail import JobDetail
-from tao_slurm_tui.widgets.job_table import JobTable, job_plain_cells
-from tao_slurm_tui.widgets.pipeline_rows import pipeline_id_of, queue_rows
+from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
+from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
+from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
+from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
-FIRST_ROWS = 200
-"""Rows the first frame gets (more than any terminal shows); the rest follow right after."""
 
 _SEVERITY = {
     "finished": "information",
@@ -44,25 +52,22 @@ _SEVERITY = {
 }
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
-
-
-def notice_text(warning: str, next_poll: float) -> str:
-    """The queue's one-line notice for a poll that SLURM answered only in part (``squeue
-    failed: ...``, sacct printing lines that are no job rows): what is wrong first (a narrow
-    terminal cuts the end), then when it is tried again. Control characters (a remote banner's
-    escape sequences) become spaces."""
-    what = " ".join(_CONTROL.sub(" ", warning).split()).rstrip(".")
-    return (
-        f"⚠ Not fully refreshed: {what}. Rows may be out of date; "
-        f"next poll in {next_poll:.0f} s (r: now)."
-    )
-
-
 def matches_filter(job: JobRecord, text: str) -> bool:
     """True when every word of ``text`` appears in one of the job's columns (any case)."""
     haystack = " ".join(job_plain_cells(job).values()).lower()
     return all(word in haystack for word in text.lower().split())
+
+
+def pipelines_of(jobs: dict[str, JobRecord]) -> dict[str, Pipeline]:
+    """Every pipeline among ``jobs`` by its id, its steps in step order."""
+    steps: dict[str, list[JobRecord]] = {}
+    for job in jobs.values():
+        if job.pipeline_id:
+            steps.setdefault(job.pipeline_id, []).append(job)
+    return {
+        pipeline_id: Pipeline(pipeline_id, tuple(sorted(group, key=lambda j: j.pipeline_step)))
+        for pipeline_id, group in steps.items()
+    }
 
 
 class QueueScreen(Screen[None]):
@@ -84,9 +89,61 @@ class QueueScreen(Screen[None]):
         Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
     ]
 
+    class Refreshed(Message):
+        """A poll reached the cluster (a fact: every header shows when)."""
+
+        def __init__(self, screen: QueueScreen, polled_at: float | None) -> None:
+            """Create the message.
+
+            Args:
+                screen: The queue that polled.
+                polled_at: The back end's time of the poll (``time.time()``).
+            """
+            super().__init__()
+            self.screen = screen
+            self.polled_at = polled_at
+
+        @property
+        def control(self) -> QueueScreen:
+            """The queue that polled."""
+            return self.screen
+
     table = getters.query_one("#jobs", JobTable)
     detail = getters.query_one("#detail", JobDetail)
     filter_input = getters.query_one("#filter", Input)
+
+    # The state. `var`s: the screen itself draws nothing; the widgets bound to them do.
+    all_jobs: var[dict[str, JobRecord]] = var(dict, init=False, always_update=True)
+    """Every job of the last snapshot (before filtering), by id; a new dict redraws."""
+    filter_text: var[str] = var("", init=False)
+    """Words every shown job matches (in any column)."""
+    show_finished: var[bool] = var(True, init=False)
+    """Show jobs that are Complete, Error or Canceled."""
+    collapsed: var[frozenset[str]] = var(frozenset(), init=False)
+    """Pipelines shown as their one row (space or enter on the row toggles)."""
+    sorted_by: var[SortOrder] = var(SortOrder(), init=False)
+    """How the table sorts (the table's own; mirrored from its ``Sorted`` message)."""
+    selected: var[str | None] = var(None, init=False)
+    """Key of the row under the table's cursor (from its ``Highlighted`` message)."""
+    usage: var[dict[str, Usage]] = var(dict, init=False)
+    """What finished jobs used (fetched once per job, when its detail is shown)."""
+    fetched: var[JobRecord | None] = var(None, init=False)
+    """The selected job's record as fetched for the pane (until the next snapshot)."""
+    notice: var[str] = var("", init=False)
+    """What the last poll could not read, as the notice line says it ('' hides the line)."""
+
+    # Derived from the state.
+    pipelines: var[dict[str, Pipeline]] = var(dict, init=False)
+    """The snapshot's pipelines by id."""
+    rows: var[tuple[JobRecord, ...]] = var(tuple, init=False)
+    """The rows to show (bound to the table): single jobs, and each pipeline as its row with
+    its steps under it unless collapsed."""
+    shown_count: var[int] = var(0, init=False)
+    """Jobs the rows show (a pipeline's row is no job; a collapsed one hides its steps)."""
+    subtitle: var[str] = var("", init=False)
+    """Counts, sort and finished shown or not (computed; bound to the table's border)."""
+    detail_view: var[DetailView] = var(DetailView(), init=False)
+    """The detail pane's content (computed; bound to the pane)."""
 
     def __init__(self, ctx: UiContext) -> None:
         """Create the screen.
@@ -96,21 +153,10 @@ class QueueScreen(Screen[None]):
         """
         super().__init__()
         self.ctx = ctx
-        self.all_jobs: dict[str, JobRecord] = {}
-        """Every job of the last snapshot (before filtering), by id."""
-        self.filter_text = ""
-        self.show_finished = True
-        self.collapsed: set[str] = set()
-        self._shown_jobs = 0
-        """Jobs the table shows (rows of single jobs and pipelines' steps, collapsed or not)."""
-        """Pipelines shown as their one row (space or enter on the row toggles)."""
         self.failures = 0
         """Consecutive failed polls (drives the backoff)."""
         self.polled_ok = False
         """True once a poll reached the cluster."""
-        self.usage: dict[str, Usage] = {}
-        """What finished jobs used (fetched once per job, when its detail is shown)."""
-        self._select: str | None = None
         self._timer: Timer | None = None
         self._suspended = True
         self._delay = self.poll_interval
@@ -124,27 +170,104 @@ class QueueScreen(Screen[None]):
         return max(2.0, self.ctx.settings.poll_interval)
 
     def compose(self) -> ComposeResult:
-        """Header, filter, table, detail, footer."""
+        """Header, filter, notice, table, detail, footer (bound to the screen's state)."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, "queue")
         yield Input(placeholder="filter: words matching any column", id="filter", compact=True)
-        yield Static(id="poll-notice", markup=False)
-        yield JobTable(id="jobs")
+        yield PollNotice(id="poll-notice").data_bind(text=QueueScreen.notice)
+        yield JobTable(id="jobs").data_bind(
+            job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle
+        )
         with VerticalScroll(id="detail-box"):
-            yield JobDetail(id="detail")
+            yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
         yield AppFooter()
 
     def on_mount(self) -> None:
-        """Show what the store has at once; the first poll follows on resume.
-
-        A big queue shows its first screenful of rows in the first frame and the rest right
-        after it (adding 2,000 DataTable rows takes a while; nobody sees row 2,000 first).
-        """
+        """Show what the store has at once; the first poll follows on resume."""
         self.query_one("#detail-box").border_title = "Details"
         self.all_jobs = {job.id: job for job in self.ctx.backend.jobs()}
-        self._show(limit=FIRST_ROWS)
-        if len(self.table.jobs) < len(self._visible()):
-            self.call_after_refresh(self._show)
         self.table.focus()
+
+    # ------------------------------------------------------------------ derived state
+    def _wanted(self, jobs: list[JobRecord]) -> bool:
+        """Show these jobs (one job, or every step of a pipeline: shown or hidden together)?"""
+        return (self.show_finished or any(not job.status.terminal for job in jobs)) and (
+            not self.filter_text or any(matches_filter(job, self.filter_text) for job in jobs)
+        )
+
+    def _update_rows(self) -> None:
+        """The rows for the snapshot, the filter, finished shown or not, collapsed pipelines."""
+        wanted = {pid for pid, p in self.pipelines.items() if self._wanted(list(p.steps))}
+        jobs = [
+            job
+            for job in self.all_jobs.values()
+            if (job.pipeline_id in wanted if job.pipeline_id else self._wanted([job]))
+        ]
+        self.shown_count = len(jobs)
+        self.rows = tuple(queue_rows(jobs, self.collapsed))
+
+    def watch_all_jobs(self) -> None:
+        """A new snapshot: its pipelines and rows (what was fetched for the pane is older)."""
+        self.pipelines = pipelines_of(self.all_jobs)
+        self.fetched = None
+        self._update_rows()
+
+    def watch_filter_text(self) -> None:
+        """Show the jobs matching the filter."""
+        self._update_rows()
+
+    def watch_show_finished(self) -> None:
+        """Show or hide finished jobs."""
+        self._update_rows()
+
+    def watch_collapsed(self) -> None:
+        """Show or hide pipelines' steps."""
+        self._update_rows()
+
+    def compute_subtitle(self) -> str:
+        """Counts, the sort and whether finished jobs are shown, under the table."""
+        # Jobs, not rows: a pipeline's own row is no job, a collapsed one hides its steps.
+        shown, total = self.shown_count, len(self.all_jobs)
+        count = f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
+        finished = "finished shown (f)" if self.show_finished else "finished hidden (f)"
+        return f"{count} · sort {self.sorted_by.label} (s) · {finished}"
+
+    def compute_detail_view(self) -> DetailView:
+        """The selected row's job (a pipeline's row: its step in progress) as fetched for the
+        pane if it was, with what it used and its pipeline."""
+        job = self._row_job(self.selected)
+        if job is None:
+            return DetailView()
+        fetched = self.fetched
+        if fetched is not None and fetched.id == job.id:
+            job = fetched
+        pipeline = self.pipelines.get(job.pipeline_id) if job.pipeline_id else None
+        return DetailView(job, self.usage.get(job.id), pipeline)
+
+    def watch_detail_view(self, old: DetailView, new: DetailView) -> None:
+        """Another job in the pane: fetch its full history (and what it used, if finished)."""
+        if new.job is not None and (old.job is None or old.job.id != new.job.id):
+            self.load_detail(new.job.id)
+
+    def _row_job(self, row_key: str | None) -> JobRecord | None:
+        """The job a row stands for: a pipeline's row stands for its step in progress."""
+        if row_key is None:
+            return None
+        pipeline = self.pipelines.get(pipeline_id_of(row_key))
+        if pipeline is not None:
+            return pipeline.current
+        return self.all_jobs.get(row_key)
+
+    def _pipeline(self, pipeline_id: str) -> Pipeline | None:
+        """The pipeline ``pipeline_id`` from the last snapshot (None if there is none)."""
+        return self.pipelines.get(pipeline_id) if pipeline_id else None
+
+    @on(JobTable.Sorted)
+    def _sorted(self, event: JobTable.Sorted) -> None:
+        self.sorted_by = event.order
+
+    @on(JobTable.Highlighted)
+    def _highlighted(self, event: JobTable.Highlighted) -> None:
+        self.selected = event.row_key
 
     # ------------------------------------------------------------------ poller
     def on_screen_resume(self) -> None:
@@ -202,28 +325,29 @@ class QueueScreen(Screen[None]):
             self._delay = self.poll_interval
             self.polled_ok = True
             self._clear_toast()
-            self._apply(jobs)
-            self._show_notice()
+            self._take(jobs)
+            self._take_warning()
+            self.post_message(self.Refreshed(self, self.ctx.backend.last_poll))
             # The screen is up to date; if the poll asked sacct in the background (jobs that
             # ended), poll again as soon as its answer is in rather than a whole interval later.
             # (Once: the interval and the back-off stay as they are.)
             soon = await self.ctx.backend.followup()
-            self._show_notice()  # what the follow-up could not read, if anything
+            self._take_warning()  # what the follow-up could not read, if anything
         finally:
-            self.query_one(AppHeader).refresh()
             if rearm:
                 self._arm(0.05 if soon else self._delay)
 
-    def _show_notice(self) -> None:
-        """Show what the last poll could not read in the notice line above the table (it stays
-        while the condition lasts); hide the line once a poll is complete again."""
+    def _take(self, jobs: list[JobRecord]) -> None:
+        """A new snapshot from the back end: shown, and what changed announced."""
+        before = self.all_jobs
+        self.all_jobs = {job.id: job for job in jobs}
+        self._announce(transitions(before, jobs))
+
+    def _take_warning(self) -> None:
+        """What the last poll could not read stays in the notice line while the condition lasts
+        (a failed poll leaves it: it is still what is known about the rows)."""
         warning = self.ctx.backend.poll_warning
-        notice = self.query_one("#poll-notice", Static)
-        notice.set_class(bool(warning), "-visible")
-        if warning:
-            text = notice_text(warning, self._delay)
-            notice.update(Text(text))
-            notice.tooltip = text  # the whole sentence, where the line is cut short
+        self.notice = notice_text(warning, self._delay) if warning else ""
 
     def _show_toast(self, message: str, title: str) -> None:
         """Show the failure toast, replacing the previous one (one toast, not a stack)."""
@@ -237,86 +361,11 @@ class QueueScreen(Screen[None]):
 
     def _clear_toast(self) -> None:
         toast, self._toast = self._toast, None
-        if toast is not None and toast in self.app._notifications:
+        if toast is not None:
+            # Textual 8.2 has no public way to withdraw one notification: `clear_notifications`
+            # would also take down the job-finished toasts. `_unnotify` is what its own toasts
+            # call when clicked (a toast not shown any more is ignored).
             self.app._unnotify(toast)
-
-    # ------------------------------------------------------------------ table
-    def _wanted(self, jobs: list[JobRecord]) -> bool:
-        """Show these jobs (one job, or every step of a pipeline: shown or hidden together)?"""
-        return (self.show_finished or any(not job.status.terminal for job in jobs)) and (
-            not self.filter_text or any(matches_filter(job, self.filter_text) for job in jobs)
-        )
-
-    def _visible(self) -> list[JobRecord]:
-        """The rows to show: single jobs, and each pipeline as its row with its steps under
-        it (unless collapsed)."""
-        steps: dict[str, list[JobRecord]] = {}
-        for job in self.all_jobs.values():
-            if job.pipeline_id:
-                steps.setdefault(job.pipeline_id, []).append(job)
-        wanted = {pid for pid, group in steps.items() if self._wanted(group)}
-        jobs = [
-            job
-            for job in self.all_jobs.values()
-            if (job.pipeline_id in wanted if job.pipeline_id else self._wanted([job]))
-        ]
-        self._shown_jobs = len(jobs)
-        return queue_rows(jobs, self.collapsed)
-
-    def _row_job(self, row_key: str | None) -> JobRecord | None:
-        """The job a row stands for: a pipeline's row stands for its step in progress."""
-        if row_key is None:
-            return None
-        pipeline = self._pipeline(pipeline_id_of(row_key))
-        if pipeline is not None:
-            return pipeline.current
-        return self.all_jobs.get(row_key)
-
-    def _pipeline(self, pipeline_id: str) -> Pipeline | None:
-        """The pipeline ``pipeline_id`` from the last snapshot (None if there is none)."""
-        if not pipeline_id:
-            return None
-        steps = sorted(
-            (job for job in self.all_jobs.values() if job.pipeline_id == pipeline_id),
-            key=lambda job: job.pipeline_step,
-        )
-        return Pipeline(pipeline_id, tuple(steps)) if steps else None
-
-    def _pipeline_of(self, job: JobRecord | None) -> Pipeline | None:
-        """The pipeline ``job`` is a step of, for the details pane (None for a single job)."""
-        return self._pipeline(job.pipeline_id) if job is not None else None
-
-    def _apply(self, jobs: list[JobRecord], *, announce: bool = True) -> None:
-        events = transitions(self.all_jobs, jobs) if announce else []
-        self.all_jobs = {job.id: job for job in jobs}
-        self._show()
-        self._announce(events)
-
-    def select_job(self, job_id: str) -> None:
-        """Put the cursor on ``job_id`` as soon as it is shown (a job just submitted)."""
-        self._select = job_id
-        self._show()
-
-    def _show(self, limit: int | None = None) -> None:
-        self.table.apply(self._visible()[:limit])
-        if self._select is not None and self._select in self.table.jobs:
-            self.table.move_cursor(row=self.table.get_row_index(self._select))
-            self._select = None
-        self._show_detail()
-        self._subtitle()
-
-    def _subtitle(self) -> None:
-        """Counts, the sort and whether finished jobs are shown, under the table."""
-        # Jobs, not rows: a pipeline's own row is no job, a collapsed one hides its steps.
-        shown, total = self._shown_jobs, len(self.all_jobs)
-        count = f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
-        finished = "finished shown (f)" if self.show_finished else "finished hidden (f)"
-        self.table.border_subtitle = f"{count} · sort {self.table.sort_label} (s) · {finished}"
-
-    @on(JobTable.Sorted)
-    def _sorted(self) -> None:
-        self._subtitle()
-        self._show_detail()
 
     def _announce(self, events: list[Transition]) -> None:
         for event in events:
@@ -324,38 +373,20 @@ class QueueScreen(Screen[None]):
         if events:
             self.app.bell()
 
-    def _show_detail(self) -> None:
-        job = self._row_job(self.table.cursor_job_id)
-        job_id = job.id if job else None
-        moved = job_id != self.detail.job_id
-        self.detail.show(job, self.usage.get(job_id or ""), self._pipeline_of(job))
-        if moved and job_id is not None:
-            self.load_detail(job_id)  # the row under the cursor changed without a highlight
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """Show the highlighted job and fetch its full attempt history."""
-        # The cursor, not the event's row: after a filter or a sort the event may name a row
-        # that has moved or gone, and the pane, c and l must all act on the row under the cursor.
-        job = self._row_job(self.table.cursor_job_id)
-        if job is not None:
-            if self.detail.job_id != job.id:
-                self.detail.show(job, self.usage.get(job.id), self._pipeline_of(job))
-            self.load_detail(job.id)
-
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def load_detail(self, job_id: str) -> None:
-        """Replace the pane's content with the job's full history (if still selected), and
-        for a finished job what it used (one accounting call, remembered)."""
+        """Fetch the job's full history for the pane (if still selected), and for a finished
+        job what it used (one accounting call, remembered)."""
         job = await self.ctx.backend.job_detail(job_id)
         if job.status.terminal and job_id not in self.usage:
             try:
-                self.usage.update(await self.ctx.backend.job_usage([job_id]))
+                self.usage = {**self.usage, **await self.ctx.backend.job_usage([job_id])}
             except TaoError as error:
                 # The figures are extra: say why they are missing, keep the pane.
                 self.notify(f"No usage figures for {job_id}: {error}", severity="warning")
-        shown = self._row_job(self.table.cursor_job_id)
+        shown = self._row_job(self.selected)
         if shown is not None and shown.id == job_id:
-            self.detail.show(job, self.usage.get(job_id), self._pipeline_of(job))
+            self.fetched = job
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter opens the logs (on a pipeline's row: expands or collapses it)."""
@@ -372,8 +403,11 @@ class QueueScreen(Screen[None]):
         if not pipeline_id:
             return
         self.collapsed ^= {pipeline_id}
-        self._select = f"pipeline:{pipeline_id}"
-        self._show()
+        self.table.reveal(f"{PIPELINE_KEY}{pipeline_id}")
+
+    def select_job(self, job_id: str) -> None:
+        """Put the cursor on ``job_id`` as soon as it is shown (a job just submitted)."""
+        self.table.reveal(job_id)
 
     # ------------------------------------------------------------------ actions
     def _selected(self) -> JobRecord | None:
@@ -396,7 +430,6 @@ class QueueScreen(Screen[None]):
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
-        self._show()
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -405,7 +438,6 @@ class QueueScreen(Screen[None]):
     def action_toggle_finished(self) -> None:
         """Hide or show jobs that are Complete, Error or Canceled."""
         self.show_finished = not self.show_finished
-        self._show()
         self.notify(
             "Finished jobs shown." if self.show_finished else "Finished jobs hidden.", timeout=2
         )
@@ -510,12 +542,11 @@ class QueueScreen(Screen[None]):
         self._after_cancel(await self.ctx.backend.cancel_pipeline(pipeline_id))
 
     def _after_cancel(self, jobs: list[JobRecord]) -> None:
-        before = dict(self.all_jobs)
+        before = self.all_jobs
         changed = {job.id: job for job in jobs}
         pipelines = {job.pipeline_id for job in jobs if job.pipeline_id}
         if pipelines:
             # The later steps changed too: take every step as the back end has it now.
             changed |= {j.id: j for j in self.ctx.backend.jobs() if j.pipeline_id in pipelines}
-        self.all_jobs.update(changed)
-        self._show()
+        self.all_jobs = before | changed
         self._announce(transitions(before, list(changed.values())))

@@ -9,9 +9,7 @@ whole instead of being cut by the palette key docked on the right.
 from __future__ import annotations
 
 from textual import events
-from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey  # not exported; Textual is pinned exactly
 
 FULL_WIDTH = 120
 """Columns from which the footer shows every key: the longest footer (the history's, 104
@@ -25,16 +23,26 @@ class AppFooter(Footer):
     """Textual's footer; compact, and without the app-wide keys, below :data:`FULL_WIDTH`
     columns."""
 
-    def compose(self) -> ComposeResult:
-        """Textual's footer keys; those of the app's own bindings (help aside) are classed
-        ``-everywhere``, which the narrow footer hides (styles/app.tcss)."""
+    async def recompose(self) -> None:
+        """Textual's footer keys (composed again whenever the bindings change); those of the
+        app's own bindings (help aside) are classed ``-everywhere``, which the narrow footer
+        hides (styles/app.tcss). One update: no frame shows the keys before they are classed."""
+        with self.app.batch_update():
+            await super().recompose()
+            if self.is_attached:  # (its screen may have been closed meanwhile)
+                self._class_app_keys()
+
+    def _class_app_keys(self) -> None:
         active = self.screen.active_bindings
-        for widget in super().compose():
-            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
-                found = active.get(widget.key)
-                if found and found.node is self.app and found.binding.id not in ALWAYS_SHOWN:
-                    widget.add_class("-everywhere")
-            yield widget
+        # Textual styles its footer's keys by the CSS type "FooterKey" (public: stylesheets
+        # select it) but does not export the class, so it is found by that name; `key` is the
+        # key widget's public attribute.
+        for widget in self.query("FooterKey"):
+            if widget.has_class("-command-palette"):
+                continue
+            found = active.get(getattr(widget, "key", ""))
+            if found and found.node is self.app and found.binding.id not in ALWAYS_SHOWN:
+                widget.add_class("-everywhere")
 
     def on_resize(self, event: events.Resize) -> None:
         """Compact below :data:`FULL_WIDTH` columns."""

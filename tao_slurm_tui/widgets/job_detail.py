@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual.reactive import var
 from textual.widgets import Static
 
 from tao_slurm_tui.core.accounting import Usage
@@ -111,8 +114,19 @@ def render_detail(
     return Group(*parts)
 
 
+class DetailView(NamedTuple):
+    """What the detail pane shows: a job (None: nothing selected), what it used, its pipeline."""
+
+    job: JobRecord | None = None
+    """The job (None: the hint to compose one)."""
+    usage: Usage | None = None
+    """What the job used, once accounting told (finished jobs)."""
+    pipeline: Pipeline | None = None
+    """The pipeline the job is a step of (None for a single job)."""
+
+
 class JobDetail(Static):
-    """Shows one job; :meth:`show` replaces what is displayed."""
+    """Shows :attr:`view` (the queue screen binds its selected job's view here)."""
 
     DEFAULT_CSS = """
     JobDetail {
@@ -121,22 +135,31 @@ class JobDetail(Static):
     }
     """
 
-    job_id: str | None = None
-    """Id of the job shown (None: the hint)."""
-    _shown: tuple[JobRecord | None, Usage | None, Pipeline | None] | bool = False
-    """What is displayed, with its usage and pipeline (False: nothing yet)."""
+    view: var[DetailView] = var(DetailView(), init=False)
+    """What is shown; the same again draws nothing (a quiet poll must not re-render and
+    re-lay-out the pane)."""
 
-    def show(
-        self, job: JobRecord | None, usage: Usage | None = None, pipeline: Pipeline | None = None
-    ) -> None:
-        """Display ``job`` with its ``usage`` if known and the ``pipeline`` it is a step of (or
-        a hint when nothing is selected); the same again is a no-op (a quiet poll must not
-        re-render and re-lay-out the pane)."""
-        self.job_id = job.id if job is not None else None
-        shown = (job, usage, pipeline)
-        if self._shown is not False and self._shown == shown:
+    def __init__(self, *, id: str | None = None) -> None:
+        """Create the pane (empty until :attr:`view` is set).
+
+        Args:
+            id: Widget id.
+        """
+        super().__init__(id=id)
+        self._drawn: DetailView | None = None
+
+    @property
+    def job_id(self) -> str | None:
+        """Id of the job shown (None: the hint)."""
+        job = self.view.job
+        return job.id if job is not None else None
+
+    def watch_view(self, view: DetailView) -> None:
+        """Draw ``view`` (a data binding sets it again and again: only a new one is drawn)."""
+        if view == self._drawn:
             return
-        self._shown = shown
+        self._drawn = view
+        job, usage, pipeline = view
         if job is None:
             self.update(Text("No job selected. Press n to compose one.", style="italic"))
         else:

@@ -1,9 +1,14 @@
 """The queue table: one row per job, keyed by job id, updated by diff.
 
-:meth:`JobTable.apply` compares each cell with what is shown and calls ``update_cell`` only for
-the cells that changed, ``add_row`` for new jobs and ``remove_row`` for jobs that left the view
-(never ``clear``), all inside one ``batch_update`` — so the cursor stays on the same job and the
-scroll position stays put (dolphie's habit).
+The table shows :attr:`JobTable.job_rows` (the queue screen binds its filtered rows to it): each
+change is applied by :meth:`JobTable.apply`, which compares each cell with what is shown and
+calls ``update_cell`` only for the cells that changed, ``add_row`` for new jobs and
+``remove_row`` for jobs that left the view (never ``clear``), all inside one ``batch_update`` —
+so the cursor stays on the same job and the scroll position stays put (dolphie's habit).
+
+The table owns its sort order (:attr:`JobTable.sorted_by`) and tells its parent by messages: the
+order changed (:class:`JobTable.Sorted`), the job under the cursor changed
+(:class:`JobTable.Highlighted`, also when a diff or a sort moved another job under it).
 
 Every column has a fixed width that only grows: set here from the plain text of the cells (the
 widest value seen, at least the header), never measured by DataTable. An auto-width DataTable
@@ -13,17 +18,19 @@ first frame of a big queue) and every updated cell on each tick.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import var
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, RowDoesNotExist, RowKey
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
@@ -51,6 +58,10 @@ COLUMNS: list[tuple[str, str]] = [
     ("progress", "Progress"),
 ]
 """(column key, header) in display order."""
+
+FIRST_ROWS = 200
+"""Rows an empty table shows first (more than any terminal shows); the rest follow right after
+the frame is drawn (adding 2,000 DataTable rows takes a while; nobody sees row 2,000 first)."""
 
 BAR_WIDTH = 6
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -150,6 +161,27 @@ def sort_value(job: JobRecord, column: str) -> Any:
     return job_plain_cells(job)[column].lower()
 
 
+class SortOrder(NamedTuple):
+    """What the rows are sorted by."""
+
+    column: str = "created"
+    """A column key, or "created": the store's order, newest first."""
+    reverse: bool = False
+    """The other way round."""
+
+    @property
+    def label(self) -> str:
+        """The order in words, with the direction: 'Status ↑', 'submitted ↓'."""
+        label = dict(COLUMNS).get(self.column)
+        if label is None:  # "created": the store's order, newest first
+            return f"submitted {'↑' if self.reverse else '↓'}"  # ↓: newest first
+        return f"{label} {'↓' if self.reverse else '↑'}"
+
+    def by(self, column: str) -> SortOrder:
+        """Sorted by ``column``: ascending, or the other way round if it already is."""
+        return SortOrder(column, not self.reverse if column == self.column else False)
+
+
 class Cell:
     """One table cell: its plain text and style; the Rich ``Text`` is made only when DataTable
     draws the cell (visible rows only), not for each of 2,000 rows up front."""
@@ -185,15 +217,42 @@ class JobTable(DataTable[Cell]):
     """The jobs of the queue, one row per job id."""
 
     class Sorted(Message):
-        """The sort column or direction changed (the screen redraws its subtitle)."""
+        """The sort column or direction changed (a fact)."""
 
-        def __init__(self, table: JobTable) -> None:
+        def __init__(self, table: JobTable, order: SortOrder) -> None:
+            """Create the message.
+
+            Args:
+                table: The table that was sorted.
+                order: How its rows are sorted now.
+            """
             super().__init__()
             self.table = table
+            self.order = order
 
         @property
         def control(self) -> JobTable:
             """The table that was sorted."""
+            return self.table
+
+    class Highlighted(Message):
+        """Another row is under the cursor: the cursor moved, or a diff, a filter or a sort put
+        another job under it (a fact; DataTable's RowHighlighted covers only the first)."""
+
+        def __init__(self, table: JobTable, row_key: str | None) -> None:
+            """Create the message.
+
+            Args:
+                table: The table.
+                row_key: The key of the row under the cursor (None: the table is empty).
+            """
+            super().__init__()
+            self.table = table
+            self.row_key = row_key
+
+        @property
+        def control(self) -> JobTable:
+            """The table."""
             return self.table
 
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
@@ -231,14 +290,20 @@ class JobTable(DataTable[Cell]):
         Binding("G,end", "scroll_bottom", "Last job", show=False, id="queue.last"),
     ]
 
+    job_rows: var[Sequence[JobRecord]] = var((), init=False)
+    """The rows to show, already filtered (the queue screen binds its rows here)."""
+    sorted_by: var[SortOrder] = var(SortOrder(), init=False)
+    """How the rows are sorted; setting it sorts them (the cursor stays on its job)."""
+    subtitle: var[str] = var("", init=False)
+    """What the table's border says under it (counts, sort, filter)."""
+    cursor_job: var[str | None] = var(None, init=False)
+    """Key of the row under the cursor; each change is posted as :class:`Highlighted`."""
+
     def __init__(self, *, id: str | None = None) -> None:
         """Create the table with its columns."""
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.jobs: dict[str, JobRecord] = {}
         """Jobs shown now, by id."""
-        self.sort_column: str = "created"
-        """Column the rows are sorted by ("created": newest first, the store's order)."""
-        self.sort_reverse = False
         self._shown: dict[str, dict[str, str]] = {}
         """Plain text of every shown cell by job id: what a tick is compared against (cheap)."""
         self._styles: dict[str, Style] = {}
@@ -249,37 +314,83 @@ class JobTable(DataTable[Cell]):
         # "Running" to "Complete" never shows "Complet" nor shifts the columns to its right.
         self._widths["status"] = max(self._widths["status"], *map(len, TaoStatus))
         self._widths["state"] = max(self._widths["state"], *map(len, SLURM_STATES))
+        self._wanted: str | None = None
+        """A row to put the cursor on as soon as it is shown (:meth:`reveal`)."""
 
     def on_mount(self) -> None:
-        """Add the columns, each with a fixed width."""
+        """Add the columns, each with a fixed width, and the rows bound so far."""
         for key, label in COLUMNS:
             self.add_column(label, key=key, width=self._widths[key])
+        if self.job_rows:
+            self.watch_job_rows(self.job_rows)
 
-    # DataTable measures cells with Rich to size auto-width columns; ours are all fixed-width
-    # (sized in `apply` from the plain text), so measuring would only cost time.
+    @property
+    def sort_column(self) -> str:
+        """Column the rows are sorted by ("created": newest first, the store's order)."""
+        return self.sorted_by.column
+
+    @property
+    def sort_reverse(self) -> bool:
+        """True when sorted the other way round."""
+        return self.sorted_by.reverse
+
+    @property
+    def sort_label(self) -> str:
+        """What the rows are sorted by, in words, with the direction: 'Status ↑'."""
+        return self.sorted_by.label
+
+    # ------------------------------------------------------------------ reactives
+    def watch_job_rows(self, rows: Sequence[JobRecord]) -> None:
+        """Show ``rows``: an empty table shows a screenful first, the rest after the frame."""
+        if not self.columns:
+            return  # on_mount shows them
+        if not self.jobs and len(rows) > FIRST_ROWS:
+            self.apply(rows[:FIRST_ROWS])
+            self.call_after_refresh(self._show_all_rows)
+        else:
+            self.apply(rows)
+        self._reveal_wanted()
+
+    def _show_all_rows(self) -> None:
+        self.apply(self.job_rows)
+        self._reveal_wanted()
+
+    def watch_sorted_by(self, order: SortOrder) -> None:
+        """Sort the rows; the cursor stays on its job."""
+        keep = self.cursor_job_id
+        self._mark_sorted_header()
+        self._sort()
+        if keep is not None:
+            self._restore_cursor(keep)
+        self.post_message(self.Sorted(self, order))
+
+    def watch_subtitle(self, subtitle: str) -> None:
+        """Show it on the border."""
+        self.border_subtitle = subtitle
+
+    def watch_cursor_job(self, row_key: str | None) -> None:
+        """Tell the parent which row is under the cursor now."""
+        self.post_message(self.Highlighted(self, row_key))
+
+    def on_data_table_row_highlighted(self) -> None:
+        """The cursor moved."""
+        self.cursor_job = self.cursor_job_id
+
+    # ------------------------------------------------------------------ dimensions
+    # DataTable measures every cell of every new row with Rich on idle (`_update_dimensions`)
+    # to size auto-width columns; ours are all fixed-width (sized in `apply` from the plain
+    # text), so measuring would only cost time (~0.2 s for 2,000 rows). DataTable offers no
+    # public switch for it: this overrides its (private) hook, keeping the one thing it must
+    # do, the virtual size, which `_resize_virtual` computes from public attributes. Relies on
+    # the pinned Textual version (tests/tui cover scrolling and the first frame of a big queue).
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        super()._update_dimensions(())  # the virtual size only; our rows are one line high
+        self._resize_virtual()
 
-    def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
-        return  # widths only change in `apply`, which says so itself
-
-    def _forget_rows(self, rows: set[RowKey]) -> None:
-        """Drop the cached rendering of ``rows`` only, after their cells were replaced.
-
-        DataTable's ``update_cell`` bumps a table-wide counter that is part of every render
-        cache key, so one changed cell redraws every visible cell; a tick changing 5 % of the
-        rows then pays for the whole screen. Here only the changed rows render again (the
-        line cache, cheap to rebuild from the row caches, is dropped whole). Relies on
-        DataTable internals of the pinned Textual version (tests/tui cover the result).
-        """
-        cells, lines = self._cell_render_cache, self._row_render_cache
-        for cell_key in [k for k in cells.keys() if k[0] in rows]:  # noqa: SIM118 (LRUCache)
-            cells.discard(cell_key)
-        for line_key in [k for k in lines.keys() if k[0] in rows]:  # noqa: SIM118
-            lines.discard(line_key)
-        self._row_renderable_cache.clear()
-        self._line_cache.clear()
-        self.refresh()
+    def _resize_virtual(self) -> None:
+        """The scrollable size: every column's width, one line a row, the header."""
+        width = sum(column.get_render_width(self) for column in self.columns.values())
+        header = self.header_height if self.show_header else 0
+        self.virtual_size = Size(width, self.row_count + header)
 
     def _grow(self, plain: dict[str, str]) -> bool:
         """Widen the columns a row does not fit in; True if any grew."""
@@ -291,6 +402,16 @@ class JobTable(DataTable[Cell]):
                 widths[key] = width
                 grew = True
         return grew
+
+    def _set_widths(self) -> None:
+        """Give the columns their widths (after some grew) and the table its new size."""
+        for key, width in self._widths.items():
+            column = self.columns.get(ColumnKey(key))
+            if column is not None:
+                column.width = width
+        # Cached renderings are keyed by DataTable's update count, which the cell updates,
+        # added rows or sort of the same change moved on: they are drawn again at the new width.
+        self._resize_virtual()
 
     # ------------------------------------------------------------------ cells
     def _style(self, name: str) -> Style:
@@ -346,7 +467,6 @@ class JobTable(DataTable[Cell]):
         keep_cursor = self.cursor_job_id
         new = {job.id: job for job in jobs}
         order_changed = grew = False
-        updated: set[RowKey] = set()
         with self.app.batch_update():
             for job_id in [k for k in self.jobs if k not in new]:
                 self.remove_row(job_id)
@@ -358,9 +478,10 @@ class JobTable(DataTable[Cell]):
                     continue  # the very record shown (the monitor hands out unchanged ones)
                 # Compare plain strings; make cells only for the ones that changed.
                 plain = job_plain_cells(job)
-                if plain != self._shown.get(job_id):
+                shown = self._shown.get(job_id)
+                if plain != shown:
                     grew = self._grow(plain) or grew
-                if job_id not in self.jobs:
+                if shown is None:
                     cells = [self._cell(job, key, plain[key]) for key, _ in COLUMNS]
                     self.add_row(*cells, key=job_id)
                     stats.added += 1
@@ -369,27 +490,33 @@ class JobTable(DataTable[Cell]):
                     old = self.jobs[job_id]
                     if sort_value(old, self.sort_column) != sort_value(job, self.sort_column):
                         order_changed = True
-                    shown = self._shown.get(job_id, {})
-                    row = self._data[RowKey(job_id)]
                     for key, value in plain.items():
                         if shown.get(key) != value:
-                            row[ColumnKey(key)] = self._cell(job, key, value)
+                            self.update_cell(job_id, key, self._cell(job, key, value))
                             stats.updated_cells += 1
-                            updated.add(RowKey(job_id))
                 self.jobs[job_id] = job
                 self._shown[job_id] = plain
-            if updated:
-                self._forget_rows(updated)
             if grew:
-                for key, width in self._widths.items():
-                    self.columns[ColumnKey(key)].width = width
-                self._clear_caches()
-                self._require_update_dimensions = True
+                self._set_widths()
             if order_changed:
                 self._sort()
             if keep_cursor is not None and keep_cursor in self.jobs and stats.removed + stats.added:
                 self._restore_cursor(keep_cursor)
+        self.cursor_job = self.cursor_job_id
         return stats
+
+    def reveal(self, row_key: str) -> None:
+        """Put the cursor on ``row_key``'s row now, or as soon as it is shown (a job just
+        submitted: its row comes with the next poll)."""
+        self._wanted = row_key
+        self._reveal_wanted()
+
+    def _reveal_wanted(self) -> None:
+        wanted = self._wanted
+        if wanted is not None and wanted in self.jobs:
+            self._wanted = None
+            self.move_cursor(row=self.get_row_index(wanted))
+            self.cursor_job = self.cursor_job_id
 
     def _restore_cursor(self, job_id: str) -> None:
         try:
@@ -410,26 +537,13 @@ class JobTable(DataTable[Cell]):
 
     def sort_by(self, column: str, reverse: bool | None = None) -> None:
         """Sort by a column (same column again flips the order); the cursor stays on its job."""
-        if reverse is None:
-            reverse = not self.sort_reverse if column == self.sort_column else False
-        self.sort_column, self.sort_reverse = column, reverse
-        keep = self.cursor_job_id
-        self._sort()
-        self._mark_sorted_header()
-        if keep is not None:
-            self._restore_cursor(keep)
-        self.post_message(self.Sorted(self))
-
-    @property
-    def sort_label(self) -> str:
-        """What the rows are sorted by, in words, with the direction: 'Status ↑'."""
-        label = dict(COLUMNS).get(self.sort_column)
-        if label is None:  # "created": the store's order, newest first
-            return f"submitted {'↑' if self.sort_reverse else '↓'}"  # ↓: newest first
-        return f"{label} {'↓' if self.sort_reverse else '↑'}"
+        self.sorted_by = (
+            self.sorted_by.by(column) if reverse is None else SortOrder(column, reverse)
+        )
 
     def _mark_sorted_header(self) -> None:
         # The sorted column's header carries the arrow (k9s' habit); the others lose theirs.
+        grew = False
         for key, label in COLUMNS:
             column = self.columns.get(ColumnKey(key))
             if column is None:
@@ -437,16 +551,17 @@ class JobTable(DataTable[Cell]):
             arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
             column.label = Text(label + arrow)
             if cell_len(label + arrow) > self._widths[key]:  # the arrow is never cut off
-                self._widths[key] = column.width = cell_len(label + arrow)
-                self._clear_caches()
-                self._require_update_dimensions = True
+                self._widths[key] = cell_len(label + arrow)
+                grew = True
+        if grew:
+            self._set_widths()  # the sort that follows draws the header again
         self.refresh()
 
     def action_cycle_sort(self) -> None:
         """Sort by the next column."""
         keys = ["created"] + [key for key, _ in COLUMNS]
         index = keys.index(self.sort_column) if self.sort_column in keys else 0
-        self.sort_by(keys[(index + 1) % len(keys)], reverse=False)
+        self.sorted_by = SortOrder(keys[(index + 1) % len(keys)])
         self.notify(f"Sorted by {self.sort_label}.", timeout=2)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:

@@ -61,10 +61,14 @@ class LogPane(Vertical):
         self.watch(self.view, "new_lines", self._update_hint)
         self._update_status()
 
+    def on_log_view_changed(self, event: LogView.Changed) -> None:
+        """New lines or another search: the status line says so."""
+        event.stop()
+        self._update_status()
+
     def add_batch(self, batch: LogBatch) -> None:
         """Append a batch from the back end."""
         self.view.write_lines(batch.lines, batch.separator)
-        self._update_status()
 
     def _update_status(self, _: object = None) -> None:
         view = self.view
@@ -83,7 +87,3 @@ class LogPane(Vertical):
         self.hint.set_class(count > 0, "-visible")
         if count:
             self.hint.update(f"↓ {count:,} new lines — press f or End to follow")
-
-    def refresh_status(self) -> None:
-        """Redraw the status line (after a search)."""
-        self._update_status()

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.events import MouseScrollUp
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -43,6 +44,28 @@ def clean_line(line: str) -> str:
 
 class LogView(ScrollView, can_focus=True):
     """Bounded, searchable, follow-able lines with attempt separators."""
+
+    class Changed(Message):
+        """The lines or the search changed (a fact: a status line may say so). Pending ones
+        are coalesced: a flood of batches is one message per look at the queue."""
+
+        def __init__(self, view: LogView) -> None:
+            """Create the message.
+
+            Args:
+                view: The view that changed.
+            """
+            super().__init__()
+            self.view = view
+
+        @property
+        def control(self) -> LogView:
+            """The view that changed."""
+            return self.view
+
+        def can_replace(self, message: Message) -> bool:
+            """A newer one of the same view says the same and more."""
+            return isinstance(message, LogView.Changed) and message.view is self.view
 
     COMPONENT_CLASSES = {"log-view--match", "log-view--current-match", "log-view--separator"}
     """
@@ -156,6 +179,7 @@ class LogView(ScrollView, can_focus=True):
                 # Keep the same text under the reader's eyes while old lines are dropped.
                 self.scroll_to(y=max(0, self.scroll_y - overflow), animate=False, immediate=True)
         self.refresh()
+        self.post_message(self.Changed(self))
 
     def clear(self) -> None:
         """Drop every line and the search."""
@@ -167,28 +191,32 @@ class LogView(ScrollView, can_focus=True):
         self._cache.clear()
         self.virtual_size = Size(0, 0)
         self.refresh()
+        self.post_message(self.Changed(self))
 
     # ------------------------------------------------------------------ follow
+    # Following is Textual's anchor, held or released: every layout pass scrolls an anchored
+    # view to its end, also one where a scrollbar appears (no Resize comes) or a batch, a hint
+    # or a tab lands after a deferred scroll_end. `scroll_end` takes a released anchor back;
+    # Textual's own scroll keys release it, as `_unfollow` stops following.
+    def on_mount(self) -> None:
+        """Anchored to the end from the start (released if not following)."""
+        self.anchor()
+        if not self.follow:
+            self.release_anchor()
+
     def watch_follow(self, follow: bool) -> None:
-        """Jump to the end when following starts."""
+        """Jump to the end when following starts (taking the anchor back); release it when
+        following stops."""
         if follow:
             self.new_lines = 0
             self.scroll_end(animate=False, immediate=False, x_axis=False)
+        elif self.is_mounted:
+            self.release_anchor()
 
     def on_resize(self) -> None:
-        """Stay at the end while following."""
+        """Stay at the end while following (the anchor follows only the next layout)."""
         if self.follow:
             self.scroll_end(animate=False, immediate=False, x_axis=False)
-
-    def _scroll_update(self, virtual_size: Size) -> None:
-        # Textual calls this from every layout pass that changes the view's size, its virtual
-        # size or its scrollbars. Following is an invariant kept here, not only a deferred
-        # scroll_end after each write: a scrollbar appearing sends no Resize, and a layout that
-        # lands after the deferred scroll_end (a batch, a hint or a tab shown in the same
-        # frame) used to leave a following view short of the end, its last lines hidden.
-        super()._scroll_update(virtual_size)
-        if self.follow and self.scroll_y != self.max_scroll_y:
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
 
     def action_follow(self) -> None:
         """Follow new lines again."""
@@ -217,7 +245,8 @@ class LogView(ScrollView, can_focus=True):
         self._unfollow()
         super().action_scroll_home()
 
-    def _on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        """The wheel scrolls back: stop following (Textual's own handler scrolls)."""
         self._unfollow()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -269,6 +298,7 @@ class LogView(ScrollView, can_focus=True):
             if self._matches:
                 self._go_to(0)
         self.refresh()
+        self.post_message(self.Changed(self))
         return len(self._matches)
 
     def next_match(self, step: int = 1) -> None:
@@ -278,6 +308,7 @@ class LogView(ScrollView, can_focus=True):
             return
         current = self._current if self._current >= 0 else -1
         self._go_to((current + step) % len(self._matches))
+        self.post_message(self.Changed(self))
 
     def _go_to(self, index: int) -> None:
         self._current = index
@@ -294,6 +325,7 @@ class LogView(ScrollView, can_focus=True):
             )
         finally:
             self._jumping = False
+        self.release_anchor()  # a search reads where it jumped, even at the end: no anchor
         self.refresh()
 
     def _forget_dropped_matches(self) -> None:

@@ -11,6 +11,7 @@ pipeline's rows together, in step order, whatever column the table is sorted by.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -61,7 +62,7 @@ def step_row(step: JobRecord, count: int, parent_key: str) -> StepRow:
     return row
 
 
-def queue_rows(jobs: Iterable[JobRecord], collapsed: set[str]) -> list[JobRecord]:
+def queue_rows(jobs: Iterable[JobRecord], collapsed: AbstractSet[str]) -> list[JobRecord]:
     """``jobs`` as queue rows: single jobs as they are; each pipeline as its parent row and,
     unless its id is in ``collapsed``, its steps."""
     rows: list[JobRecord] = []

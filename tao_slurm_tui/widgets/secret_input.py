@@ -8,11 +8,10 @@ value over and clears the widget in one step, so callers do not keep a copy arou
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.widgets import Input
 
 MASK = "•"
-"""The glyph drawn for every character of the secret."""
+"""The glyph drawn for every character of the secret (Textual's password mask)."""
 
 
 class SecretInput(Input):
@@ -51,10 +50,10 @@ class SecretInput(Input):
             select_on_focus=False,
         )
 
-    @property
-    def _value(self) -> Text:
-        # Draw a mask of the same length and nothing else: no highlighter, no suggestion.
-        return Text(MASK * len(self.value), no_wrap=True, overflow="ignore", end="")
+    def validate_password(self, password: bool) -> bool:
+        """Always masked: Textual's password mode draws one mask glyph (:data:`MASK`) per
+        character and nothing else (no highlighter; this field has no suggester)."""
+        return True
 
     @property
     def selected_text(self) -> str:

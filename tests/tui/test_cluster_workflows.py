@@ -129,8 +129,8 @@ def form_values(composer: ComposerScreen) -> dict[str, Any]:
 
 def queue_status(app: TaoSlurmApp, job_id: str) -> TaoStatus | None:
     """The job's status as the queue table shows it (None while it has no row)."""
-    screen = app.screen_stack[1] if len(app.screen_stack) > 1 else None
-    if not isinstance(screen, QueueScreen):
+    screen = app.home
+    if screen is None or not screen.is_mounted:
         return None
     job = screen.table.jobs.get(job_id)
     return job.status if job is not None else None

@@ -8,6 +8,7 @@ from textual.app import App, ComposeResult
 
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.widgets.log_pane import LogPane
 from tao_slurm_tui.widgets.log_view import LogView, clean_line
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import wait_for
@@ -34,6 +35,14 @@ async def _open_logs(
     await wait_for(pilot, loaded, f"{out_lines} + {err_lines} log lines")
     await wait_for(pilot, lambda: out.has_focus, "the focused main.out")
     return screen
+
+
+class OneView(App[None]):
+    """A bare app with one log view."""
+
+    def compose(self) -> ComposeResult:
+        """The view."""
+        yield LogView()
 
 
 def _followed_to_the_end(view: LogView) -> bool:
@@ -133,11 +142,7 @@ async def test_following_survives_a_scrollbar_appearing() -> None:
     """A scrollbar that appears after the lines were laid out sends no Resize: the view must
     still end on the last line (it used to stop one line short, the last line hidden)."""
 
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield LogView()
-
-    app = One()
+    app = OneView()
     async with app.run_test(size=(60, 20)) as pilot:
         view = app.query_one(LogView)
         view.write_lines([f"line {i}" for i in range(100)])
@@ -148,3 +153,49 @@ async def test_following_survives_a_scrollbar_appearing() -> None:
         view.styles.height = 10
         await wait_for(pilot, lambda: view.size.height == 10, "the smaller view")
         await wait_for(pilot, lambda: _followed_to_the_end(view), "the end after a resize")
+
+
+async def test_a_search_that_lands_on_the_end_does_not_follow() -> None:
+    """A match among the last lines scrolls the view to its end: the reader is reading it, so
+    new lines must not move the view (the end of the view is not 'following')."""
+
+    app = OneView()
+    async with app.run_test(size=(60, 20)) as pilot:
+        view = app.query_one(LogView)
+        view.write_lines([f"line {i}" for i in range(100)] + ["needle"])
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "the view at the end")
+        assert view.search("needle") == 1
+        await wait_for(pilot, lambda: view.scroll_y == view.max_scroll_y, "the match at the end")
+        assert not view.follow
+        at = view.scroll_y
+        view.write_lines([f"more {i}" for i in range(50)])
+        await wait_for(pilot, lambda: view.max_scroll_y >= at + 50, "the new lines laid out")
+        await pilot.pause()
+        assert view.scroll_y == at and view.new_lines == 50
+        view.action_follow()
+        await wait_for(pilot, lambda: _followed_to_the_end(view), "following again")
+
+
+async def test_the_status_line_follows_the_view_by_message() -> None:
+    """The pane's status line hears the view's Changed facts: lines, drops and the search,
+    without anyone asking it to redraw."""
+
+    class Pane(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LogPane("out", max_lines=100)
+
+    app = Pane()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(LogPane)
+
+        def status() -> str:
+            return str(pane.status.render())
+
+        await wait_for(pilot, lambda: "no lines yet" in status(), "the empty status")
+        for start in range(0, 150, 10):  # a flood of batches: coalesced, never lost
+            pane.view.write_lines([f"line {i}" for i in range(start, start + 10)])
+        await wait_for(pilot, lambda: "100 lines · 50 older dropped" in status(), "the count")
+        pane.view.search("line 14")
+        await wait_for(pilot, lambda: "'line 14': 1/10 matches" in status(), "the search")
+        pane.view.next_match()
+        await wait_for(pilot, lambda: "'line 14': 2/10 matches" in status(), "the next match")

@@ -68,6 +68,21 @@ async def test_typed_key_shows_only_the_mask_and_cannot_be_copied(fake: FakeBack
         assert secret.value == SENTINEL  # ctrl+x cut nothing out either
 
 
+async def test_the_mask_cannot_be_switched_off(fake: FakeBackend) -> None:
+    """The mask is Textual's password mode, held on: turning it off shows the mask still."""
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        modal = await _open(pilot)
+        await _type(pilot, modal, SENTINEL)
+        field = modal.query_one(SecretInput)
+        field.password = False
+        await settle(pilot)
+        assert field.password
+        svg = app.export_screenshot()
+        assert _leaks(svg) == []
+        assert MASK * len(SENTINEL) in svg.replace("&#160;", " ")
+
+
 async def test_install_passes_the_key_and_clears_the_field(fake: FakeBackend) -> None:
     seen: list[str] = []
     original = fake.install_credentials
