@@ -30,7 +30,7 @@ from tao_slurm_tui.core.accounting import (
     parse_states,
 )
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.slurm import format_duration
+from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.services.backend import Backend
 

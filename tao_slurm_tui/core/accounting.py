@@ -29,15 +29,9 @@ from typing import Any
 
 from tao_slurm_tui.core import quoting
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.slurm import (
-    SEP,
-    SLURM_ENV_VARS,
-    TERMINAL_STATES,
-    clean_time,
-    format_duration,
-    normalize_state,
-    parse_duration,
-)
+from tao_slurm_tui.core.slurm import TERMINAL_STATES, normalize_state
+from tao_slurm_tui.core.slurm_poll import SEP, SLURM_ENV_VARS
+from tao_slurm_tui.core.slurm_text import clean_time, format_duration, parse_duration
 
 # ----------------------------------------------------------------------------------- fields
 

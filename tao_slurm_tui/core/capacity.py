@@ -25,7 +25,8 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
 
-from tao_slurm_tui.core.slurm import clean_reason, clean_time, expand_nodelist
+from tao_slurm_tui.core.slurm import clean_reason
+from tao_slurm_tui.core.slurm_text import clean_time, expand_nodelist
 
 MARK = "@@tao-cap:"
 """Prefix of the section marker lines the capacity command prints."""

@@ -27,7 +27,7 @@ from tao_slurm_tui.core.accounting import (
     parse_states,
 )
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.slurm import format_duration
+from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader

@@ -42,7 +42,7 @@ from tao_slurm_tui.core.images import ImageRef
 from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.slurm import parse_sbatch_output
+from tao_slurm_tui.core.slurm_text import parse_sbatch_output
 from tao_slurm_tui.errors import OperationFailed
 from tao_slurm_tui.remote.connection import CommandTimeout, ConnectionLost, RemoteFiles
 

@@ -54,16 +54,16 @@ from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.slurm import (
+from tao_slurm_tui.core.slurm import StateAction
+from tao_slurm_tui.core.slurm_poll import (
     PollOutput,
     SlurmRow,
     SlurmSnapshot,
-    StateAction,
-    expand_nodelist,
     parse_poll_output,
     poll_command,
     queue_command,
 )
+from tao_slurm_tui.core.slurm_text import expand_nodelist
 from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import FramedRemote, RemoteError

@@ -59,7 +59,7 @@ from tao_slurm_tui.core.render import (
     render_sbatch,
     show_preview_dependency,
 )
-from tao_slurm_tui.core.slurm import parse_sbatch_output
+from tao_slurm_tui.core.slurm_text import parse_sbatch_output
 from tao_slurm_tui.core.spec import JobSpec, pipeline_steps, refusal_hint
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import (

@@ -10,7 +10,7 @@ import pytest
 
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.slurm import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
+from tao_slurm_tui.core.slurm_poll import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
 from tao_slurm_tui.remote.connection import CommandResult
 from tao_slurm_tui.services.monitor import UNSETTLED_SECONDS, UNSETTLED_TICKS, Monitor
 from tao_slurm_tui.services.store import JobStore
