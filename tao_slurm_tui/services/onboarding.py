@@ -48,11 +48,14 @@ from tao_slurm_tui.remote.connection import (
     KeyLoadError,
     KeyPermissionError,
     RemoteError,
-    check_key_permissions,
+)
+from tao_slurm_tui.remote.hostkeys import (
     fetch_profile_host_key,
     host_key_target,
+    keys_for_host,
+    read_known_hosts,
 )
-from tao_slurm_tui.remote.hostkeys import keys_for_host, read_known_hosts
+from tao_slurm_tui.remote.keys import check_key_permissions
 from tao_slurm_tui.services.sshsetup import (
     DEFAULT_KEY,
     LoginCheck,

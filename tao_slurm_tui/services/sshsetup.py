@@ -39,10 +39,13 @@ from tao_slurm_tui.remote.connection import (
     Connection,
     RemoteError,
     UnknownHostKey,
+)
+from tao_slurm_tui.remote.hostkeys import (
     fetch_profile_host_key,
+    fingerprint,
+    normalize_public_key,
     trust_host_key,
 )
-from tao_slurm_tui.remote.hostkeys import fingerprint, normalize_public_key
 
 DEFAULT_KEY = "~/.ssh/id_ed25519"
 """Where a new key goes when the profile names none."""

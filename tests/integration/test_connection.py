@@ -33,9 +33,8 @@ from tao_slurm_tui.remote.connection import (
     RemoteError,
     RemoteFileNotFound,
     UnknownHostKey,
-    fetch_host_key,
-    trust_host_key,
 )
+from tao_slurm_tui.remote.hostkeys import fetch_host_key, trust_host_key
 from tests import sandbox
 
 pytestmark = pytest.mark.usefixtures("cluster")
