@@ -67,7 +67,8 @@ from tao_slurm_tui.core.slurm_text import expand_nodelist
 from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
 from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
-from tao_slurm_tui.services.store import JobStore, submit_lock
+from tao_slurm_tui.services.locks import submit_lock
+from tao_slurm_tui.services.store import JobStore
 
 __all__ = [
     "DEFAULT_INTERVAL",

@@ -76,8 +76,9 @@ from tao_slurm_tui.services.images import (
     conversion_outcome,
     sbatch_error,
 )
+from tao_slurm_tui.services.locks import submit_lock
 from tao_slurm_tui.services.partitions import Limits, fetch_partition_limits
-from tao_slurm_tui.services.store import JobStore, submit_lock
+from tao_slurm_tui.services.store import JobStore
 
 log = logging.getLogger(__name__)
 
