@@ -12,7 +12,8 @@ from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.slurm_poll import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
 from tao_slurm_tui.remote.connection import CommandResult
-from tao_slurm_tui.services.monitor import UNSETTLED_SECONDS, UNSETTLED_TICKS, Monitor
+from tao_slurm_tui.services.accounting_followup import UNSETTLED_SECONDS, UNSETTLED_TICKS
+from tao_slurm_tui.services.monitor import Monitor
 from tao_slurm_tui.services.store import JobStore
 
 PROFILE = Profile(user="u", hostnames=["h"], partition="polar", base_results_dir="/r")
@@ -387,7 +388,7 @@ async def test_ended_jobs_leave_nothing_behind_in_the_monitor(store: JobStore) -
     store's records (which the queue shows) may grow with the jobs."""
     cluster, monitor = queued(store, 20)
     await monitor.tick()
-    assert len(monitor._seen) == 20
+    assert monitor.jobs.merges_remembered == 20
     for i in range(20):
         sid = str(100 + i)
         cluster.squeue[sid] = sq(sid, "COMPLETED", nodes="vm")
@@ -396,7 +397,7 @@ async def test_ended_jobs_leave_nothing_behind_in_the_monitor(store: JobStore) -
         await monitor.tick()
         await monitor.wait_followup()
     assert all(job.status is TaoStatus.COMPLETE for job in store.list_jobs("p"))
-    assert monitor._seen == {} and monitor._accounting == {} and monitor._unsettled == {}
+    assert monitor.jobs.merges_remembered == 0 and monitor.accounting.holds_nothing
 
 
 async def test_another_writer_makes_the_monitor_read_only_the_rows_it_wrote(
