@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from tao_slurm_tui.core.capacity import capacity_command
+from tao_slurm_tui.core.capacity_command import capacity_command
 from tao_slurm_tui.core.quoting import for_login_shell, join
 from tao_slurm_tui.services.credentials import INSTALL_SCRIPT
 
