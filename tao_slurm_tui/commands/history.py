@@ -22,13 +22,11 @@ from tao_slurm_tui.core.accounting import (
     HistoryEntry,
     HistoryQuery,
     Summary,
-    check_name_filter,
     format_memory,
     linked_record,
     links_by_slurm_id,
-    parse_since,
-    parse_states,
 )
+from tao_slurm_tui.core.history_query import check_name_filter, parse_since, parse_states
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.errors import BadInput
