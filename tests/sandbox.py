@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from tao_slurm_tui.core.profile import Profile
+from tests.ready import ssh_banner
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "sandbox-cluster"
@@ -101,11 +101,8 @@ def reachable() -> str | None:
     """None if the sandbox looks up, else why not."""
     if not SSH_KEY.exists():
         return f"{SSH_KEY} is missing (run: scripts/sandbox-cluster up)"
-    try:
-        with socket.create_connection((HOST, PORT), timeout=2):
-            pass
-    except OSError as exc:
-        return f"sshd on {HOST}:{PORT} is not reachable ({exc})"
+    if not ssh_banner(HOST, PORT):
+        return f"sshd on {HOST}:{PORT} does not answer as an SSH server"
     return None
 
 
