@@ -54,7 +54,7 @@ watch-first-hour: venv test-tools ## Type the first-hour journey into the real a
 	flock -s /tmp/tao-cluster.lock $(BIN)/python scripts/first-hour-watch $(WATCH_ARGS)
 
 .PHONY: test-unit
-test-unit: venv test-tools ## Unit and TUI tests only (no cluster)
+test-unit: venv ## Unit and TUI tests only: no cluster, no root (tmux/tcsh tests skip where missing)
 	$(BIN)/python -m pytest -n 2 -m "not cluster" -ra $(PYTEST_ARGS)
 
 .PHONY: check

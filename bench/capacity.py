@@ -29,14 +29,12 @@ from typing import Any
 
 from _sandbox import floor_seconds, fmt_b, fmt_s, sandbox, table, write_results
 
-from tao_slurm_tui.core.capacity import (
+from tao_slurm_tui.core.capacity import parse_capacity_output, parse_job_line, parse_node_line
+from tao_slurm_tui.core.capacity_command import (
     MARK,
     Section,
     capacity_command,
     capacity_tools,
-    parse_capacity_output,
-    parse_job_line,
-    parse_node_line,
     split_sections,
 )
 from tao_slurm_tui.core.capacity_report import build_report

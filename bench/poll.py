@@ -40,7 +40,7 @@ from _sandbox import floor_seconds, fmt_s, sandbox, table, write_results
 
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.quoting import join
-from tao_slurm_tui.core.slurm import queue_command
+from tao_slurm_tui.core.slurm_poll import queue_command
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.monitor import Monitor
 from tao_slurm_tui.services.store import JobStore

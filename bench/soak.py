@@ -56,7 +56,7 @@ from _sandbox import fmt_b, fmt_s, sandbox, table, write_results
 from tao_slurm_tui.config import Config
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.quoting import quote
-from tao_slurm_tui.core.slurm import queue_command
+from tao_slurm_tui.core.slurm_poll import queue_command
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.backend import SubmitStage

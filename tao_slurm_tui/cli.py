@@ -12,7 +12,8 @@ import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tao_slurm_tui import __version__
 from tao_slurm_tui.commands import VERBS
@@ -35,9 +36,61 @@ _HELP = {
 }
 
 
+class EmptyArgument(Exception):
+    """An option or argument was given an empty value (``--profile ''``): bad input, never
+    "the default". ``str()`` is the sentence for the user."""
+
+
+_EMPTY_HINTS = {
+    "--profile": "give it the NAME of a profile in your config, or leave it out for the "
+    "default profile",
+    "--config": "give it the PATH of a config file, or leave it out for the default one",
+}
+
+
+def _not_empty(action: argparse.Action, convert: Any) -> Callable[[str], Any]:
+    """``action``'s type conversion, refusing ''."""
+
+    def check(value: str) -> Any:
+        if value == "":
+            raise EmptyArgument(_empty_message(action))
+        return value if convert is None else convert(value)
+
+    # argparse names the type in its own messages ("invalid int value: 'x'").
+    check.__name__ = getattr(convert, "__name__", "str")
+    return check
+
+
+def _empty_message(action: argparse.Action) -> str:
+    """What to do instead of an empty ``action``: give its value, or leave it out."""
+    if action.option_strings:
+        name = max(action.option_strings, key=len)
+        if name in _EMPTY_HINTS:
+            return f"{name} is empty; {_EMPTY_HINTS[name]}."
+        label, optional = name, True
+    else:
+        label, optional = f"the {action.metavar or action.dest} argument", action.nargs == "?"
+    what = str(action.metavar or action.dest)
+    if action.help:
+        what += f" ({action.help.split(' (')[0]})"
+    return f"{label} is empty; give {what}" + (", or leave it out." if optional else ".")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every option and argument that takes a value refuses an empty one (sub-verbs' parsers
+    are of this class too: argparse makes subparsers of the parent's class)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        # nargs 0: a flag; a hidden argument (creds' stray key) is refused by its verb.
+        if action.nargs != 0 and action.help != argparse.SUPPRESS:
+            action.type = _not_empty(action, action.type)
+        return action
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every verb."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tao-slurm-tui",
         description="Run NVIDIA TAO training containers on a SLURM cluster over SSH. "
         "Without a verb, the terminal dashboard opens.",
@@ -85,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Inside the try: Ctrl-C while the verbs import (asyncssh takes a moment) is clean too.
         parser = build_parser()
         args = parser.parse_args(argv)
+    except EmptyArgument as exc:
+        print(f"tao-slurm-tui: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("tao-slurm-tui: interrupted.", file=sys.stderr)
         return 130

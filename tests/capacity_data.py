@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tao_slurm_tui.core.capacity import MARK, split_sections
-from tao_slurm_tui.core.slurm import expand_nodelist
+from tao_slurm_tui.core.capacity_command import MARK, split_sections
+from tao_slurm_tui.core.slurm_text import expand_nodelist
 
 GOLDEN = Path(__file__).parent / "unit" / "capacity_recorded"
 """Recorded answers of the capacity command (``synthetic.txt``: hand-made, 22.05 format;

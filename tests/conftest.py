@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import sandbox
+from tests.tools import in_ci
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +55,7 @@ def cluster() -> Iterator[None]:
     """The sandbox cluster must be up. In CI an unreachable cluster FAILS the test."""
     why = sandbox.reachable()
     if why:
-        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        if in_ci():
             pytest.fail(f"sandbox cluster required in CI: {why}")
         pytest.skip(f"sandbox cluster not up: {why}")
     yield

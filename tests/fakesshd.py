@@ -19,11 +19,12 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import asyncssh
+
+from tests.ready import ssh_banner, wait_until
 
 
 class _Server(asyncssh.SSHServer):
@@ -117,20 +118,30 @@ async def _serve(state: Path) -> None:
 def running(state: Path) -> Iterator[int]:
     """This server in a child process with its state in ``state``; yields its port and stops it
     afterwards."""
+    port_file = state / "port"
+    port_file.unlink(missing_ok=True)  # (a port file of an earlier run names a dead server)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.fakesshd", str(state)],
         cwd=Path(__file__).resolve().parents[1],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+
+    def serving() -> bool:
+        # The file is written (atomically) once the server listens; its greeting proves it.
+        return port_file.exists() and ssh_banner("127.0.0.1", int(port_file.read_text()))
+
     try:
-        deadline = time.monotonic() + 30
-        while not (state / "port").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise AssertionError(f"fake sshd did not start: {err}")
-            time.sleep(0.05)
-        yield int((state / "port").read_text())
+        wait_until(
+            serving,
+            "the fake sshd",
+            timeout=30,
+            alive=lambda: proc.poll() is None,
+            detail=lambda: (
+                proc.stderr.read().decode() if proc.poll() is not None and proc.stderr else ""
+            ),
+        )
+        yield int(port_file.read_text())
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -11,7 +11,6 @@ import os
 import pwd
 import re
 import shlex
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tao_slurm_tui.core.profile import Profile
+from tests.ready import ssh_banner
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "sandbox-cluster"
@@ -111,11 +111,8 @@ def reachable() -> str | None:
     """None if the sandbox looks up, else why not."""
     if not SSH_KEY.exists():
         return f"{SSH_KEY} is missing (run: scripts/sandbox-cluster up)"
-    try:
-        with socket.create_connection((HOST, PORT), timeout=2):
-            pass
-    except OSError as exc:
-        return f"sshd on {HOST}:{PORT} is not reachable ({exc})"
+    if not ssh_banner(HOST, PORT):
+        return f"sshd on {HOST}:{PORT} does not answer as an SSH server"
     return None
 
 

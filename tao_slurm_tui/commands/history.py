@@ -22,15 +22,13 @@ from tao_slurm_tui.core.accounting import (
     HistoryEntry,
     HistoryQuery,
     Summary,
-    check_name_filter,
     format_memory,
     linked_record,
     links_by_slurm_id,
-    parse_since,
-    parse_states,
 )
+from tao_slurm_tui.core.history_query import check_name_filter, parse_since, parse_states
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.slurm import format_duration
+from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.services.backend import Backend
 
@@ -43,10 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DATE",
         help="window start: 7d, 12h, 2w, today or a date like 2026-11-01 (default 7d)",
     )
-    parser.add_argument(
-        "--state", default="", metavar="S", help="only these SLURM states (comma list)"
-    )
-    parser.add_argument("--name", default="", metavar="TEXT", help="only names containing TEXT")
+    parser.add_argument("--state", metavar="S", help="only these SLURM states (comma list)")
+    parser.add_argument("--name", metavar="TEXT", help="only names containing TEXT")
     parser.add_argument(
         "--limit",
         type=int,
@@ -64,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _query(args: argparse.Namespace) -> HistoryQuery:
     try:
         since = parse_since(args.since)
-        states = parse_states(args.state)
-        name = check_name_filter(args.name)
+        states = parse_states(args.state or "")
+        name = check_name_filter(args.name or "")
     except ValueError as exc:
         raise BadInput(f"{exc}.") from None
     if not 1 <= args.limit <= MAX_PAGE_SIZE:

@@ -1,11 +1,8 @@
-"""Cluster capacity: the one remote command per refresh and the parsers of its output.
+"""Cluster capacity as records: nodes, partitions, jobs, QOS and associations, parsed (pure).
 
-One refresh is one round trip: :func:`capacity_command` builds a single shell command that runs
-``scontrol show node -o``, ``scontrol show partition -o``, one ``squeue`` with a fixed format for
-every running and pending job, and (where the site has accounting) ``sacctmgr`` for the QOS and
-the user's associations. Every section is framed by marker lines carrying its exit status, so
-one failing tool (no slurmdbd, say) costs only its own section. Nothing here does I/O;
-:mod:`tao_slurm_tui.core.capacity_report` turns the parsed records into the numbers people read.
+:func:`parse_capacity_output` takes the answer to the one command of a refresh
+(:mod:`tao_slurm_tui.core.capacity_command`) and parses each section's lines into records;
+:mod:`tao_slurm_tui.core.capacity_report` turns them into the numbers people read.
 
 GPU counts come from the nodes' configured GRES (``Gres=gpu:a100:8(S:0-1)``, ``gpu:4``) and
 allocated GRES (``AllocTRES=...,gres/gpu=2,gres/gpu:a100=2``; older SLURM prints
@@ -19,360 +16,37 @@ none, and the report says how many lines it could not read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
-from tao_slurm_tui.core.slurm import clean_reason, clean_time, expand_nodelist
+from tao_slurm_tui.core.capacity_command import (
+    ASSOC_FORMAT,
+    NODE_FIELDS,
+    QOS_FORMAT,
+    split_sections,
+)
+from tao_slurm_tui.core.slurm import clean_reason
+from tao_slurm_tui.core.slurm_fields import (
+    GpuCounts,
+    gpus_from_tres,
+    parse_gres,
+    parse_key_values,
+    parse_tres,
+    pick_fields,
+)
+from tao_slurm_tui.core.slurm_text import clean_time, expand_nodelist
 
-MARK = "@@tao-cap:"
-"""Prefix of the section marker lines the capacity command prints."""
+T = TypeVar("T")
 
 SEP = "|"
 """Field separator of the squeue and sacctmgr sections (``-P``/fixed formats; no field we read
 contains it, and the free-text reason comes last)."""
-
-SQUEUE_FORMAT = "%i|%u|%a|%q|%P|%T|%D|%C|%b|%N|%S|%r"
-"""squeue ``-o`` format: id, user, account, QOS, partitions, state, nodes, CPUs, GRES per node,
-node list, (estimated) start time, reason."""
-
-SQUEUE_STATES = "PD,R,CG,CF,S"
-"""Job states that hold or wait for resources."""
-
-QOS_FORMAT = "Name,GrpTRES,GrpJobs,MaxTRES,MaxTRESPU,MaxJobsPU"
-"""sacctmgr ``show qos`` fields (``-nP``: no header, ``|``-separated, in this order)."""
-
-ASSOC_FORMAT = "Account,User,Partition,QOS,GrpTRES,GrpJobs,MaxTRES,MaxJobs"
-"""sacctmgr ``show assoc`` fields (``-nP``)."""
-
-SACCTMGR_TIMEOUT = 10
-"""Seconds sacctmgr may take (a dead slurmdbd makes it hang far longer)."""
-
-SECTIONS = ("user", "nodes", "partitions", "jobs", "qos", "assoc")
-
 LINE_CACHE = 16384
 """Node and job lines whose parse is remembered (a few MiB at most; a line that changed is
 simply a new line)."""
-"""Sections of the command's output, in order."""
-
-
-NODE_FIELDS = (
-    "NodeName",
-    "State",
-    "Partitions",
-    "CPUTot",
-    "CPUEfctv",
-    "CPUAlloc",
-    "RealMemory",
-    "AllocMem",
-    "Gres",
-    "GresUsed",
-    "AllocTRES",
-    "CfgTRES",
-)
-"""The fields of a node line a refresh reads (besides the free-text ``Reason``)."""
-
-NODE_REDUCE_AWK = (
-    'BEGIN { n = split(K, k, " ") } '
-    '{ l = " " $0; if (index(l, " NodeName=") == 0) { print; next }; o = ""; '
-    'for (i = 1; i <= n; i++) { p = index(l, " " k[i] "="); if (p) { '
-    'r = substr(l, p + 1); e = index(r, " "); o = o " " (e ? substr(r, 1, e - 1) : r) } } '
-    'p = index(l, " Reason="); if (p) o = o substr(l, p); print substr(o, 2) }'
-)
-"""POSIX awk run on the login host over ``scontrol show node -o`` (``index``, no regular
-expression: one per key and line would be compiled again and again): each node line keeps only
-:data:`NODE_FIELDS` and the reason (a line is ~1 KiB, the kept part ~250 bytes; CPULoad,
-FreeMem and times, which change on every refresh, are dropped, so an unchanged node gives the
-same line twice and its parse is remembered). Lines that are not node lines (an error) pass
-unchanged."""
-
-
-def capacity_tools() -> dict[str, str]:
-    """Each section's tool, as the login host runs it (:data:`SECTIONS` order)."""
-    sacctmgr = f"timeout {SACCTMGR_TIMEOUT} sacctmgr -nP"
-    return {
-        "user": "id -un",
-        "nodes": "scontrol show node -o",
-        "partitions": "scontrol show partition -o",
-        "jobs": f"squeue -h -t {SQUEUE_STATES} -o '{SQUEUE_FORMAT}'",
-        "qos": f"{sacctmgr} show qos format={QOS_FORMAT}",
-        # The account-level rows (User empty) carry the limits shared by the whole account, so
-        # the user's accounts are listed first and then shown with every row of them.
-        "assoc": (
-            f'a=$({sacctmgr} show assoc where users="$(id -un)" format=Account '
-            "| sort -u | paste -sd, -); "
-            f'[ -z "$a" ] || {sacctmgr} show assoc where accounts="$a" format={ASSOC_FORMAT}'
-        ),
-    }
-
-
-def capacity_command(sources: Mapping[str, str] | None = None) -> str:
-    """The one shell command of a capacity refresh (no argument comes from the user).
-
-    The tools run side by side (sacctmgr alone takes a quarter of a second per call on a
-    quiet controller), each into its own file of a private temporary directory; their outputs
-    are then printed in :data:`SECTIONS` order, each framed by markers with its exit status.
-    The node section goes through :data:`NODE_REDUCE_AWK` as it is printed, in the same
-    background job, so its reduction costs the refresh nothing while a slower tool runs.
-    The remote user is asked for with ``id -un`` so the user's share and associations match the
-    login, whatever the profile says. sacctmgr is bounded by ``timeout`` so a dead accounting
-    daemon cannot stall the refresh; its sections then come back with their exit status.
-
-    Args:
-        sources: replace a section's tool with another command (``{"nodes": "cat FILE"}``):
-            how ``bench/`` replays a recorded big cluster through the same command.
-    """
-    steps = capacity_tools()
-    steps.update(sources or {})
-    # mawk, where the login host has it, runs the reduction three times faster than gawk.
-    reduce = f"\"$awk\" -v K='{' '.join(NODE_FIELDS)}' '{NODE_REDUCE_AWK}'"
-
-    def run(name: str, cmd: str) -> str:
-        if name != "nodes":
-            return f'( {{ {cmd}; }} >"$d/{name}" 2>&1; echo $? >"$d/{name}.rc" ) &'
-        # The node lines are reduced as scontrol prints them, beside the other tools (sacctmgr
-        # is slower than the reduction of a thousand nodes), not after them.
-        return f'( {{ {{ {cmd}; }} 2>&1; echo $? >"$d/{name}.rc"; }} | {reduce} >"$d/{name}" ) &'
-
-    background = " ".join(run(name, cmd) for name, cmd in steps.items())
-    show = (
-        f'for n in {" ".join(steps)}; do echo "{MARK}$n"; cat "$d/$n"; echo; '
-        f'echo "{MARK}rc $(cat "$d/$n.rc" 2>/dev/null)"; done'
-    )
-    return (
-        'd=$(mktemp -d "${TMPDIR:-/tmp}/tao-cap.XXXXXX") || exit 1; '
-        "awk=$(command -v mawk 2>/dev/null || echo awk); "
-        f"trap 'rm -rf \"$d\"' EXIT; {background} wait; {show}"
-    )
-
-
-# ----------------------------------------------------------------------------------- sections
-
-
-@dataclass(frozen=True)
-class Section:
-    """One tool's output inside the command's answer."""
-
-    text: str
-    """The lines between the markers (stdout and stderr of the tool)."""
-    rc: int | None
-    """The tool's exit status; None when the section was cut off."""
-
-    @property
-    def ok(self) -> bool:
-        """The tool ran and exited 0."""
-        return self.rc == 0
-
-    @property
-    def error(self) -> str:
-        """The last non-empty line of a failed section (what the tool said), else ''."""
-        if self.ok:
-            return ""
-        lines = [ln.strip() for ln in self.text.splitlines() if ln.strip()]
-        return (
-            lines[-1] if lines else ("no answer" if self.rc is None else f"exit status {self.rc}")
-        )
-
-
-_MARK_RE = re.compile(rf"^{re.escape(MARK)}(\w+)(?: (-?\d+))?\s*$")
-
-
-def split_sections(output: str) -> dict[str, Section]:
-    """Cut the command's output at the marker lines.
-
-    A section whose closing marker is missing (the command was cut off) gets ``rc=None``;
-    sections never started are absent. One C-level split at the markers, not a look at
-    every line: a 1,000-node answer has thousands of lines and a dozen markers.
-    """
-    sections: dict[str, Section] = {}
-    name: str | None = None
-    body: list[str] = []
-    pieces = ("\n" + output).split("\n" + MARK)
-    for piece in pieces[1:]:
-        head, newline, rest = piece.partition("\n")
-        match = _MARK_RE.match(MARK + head)
-        if not match:  # the marker text inside a line of output: it is output
-            if name is not None:
-                body.append("\n" + MARK + piece)
-            continue
-        tag, number = match.groups()
-        if tag == "rc":
-            if name is not None:
-                sections[name] = Section(_section_text(body), int(number) if number else None)
-            name, body = None, []
-        else:
-            if name is not None:  # a section opened without the previous one closing
-                sections[name] = Section(_section_text(body), None)
-            name, body = tag, [rest if newline else ""]
-    if name is not None:
-        sections[name] = Section(_section_text(body), None)
-    return sections
-
-
-def _section_text(body: list[str]) -> str:
-    return "".join(body)
-
-
-# ----------------------------------------------------------------------------------- key=value
-
-
-_FIELD_SPLIT_RE = re.compile(r" +(?=[A-Z][A-Za-z0-9_]*=)")
-
-
-def parse_key_values(line: str) -> dict[str, str]:
-    """One ``scontrol ... -o`` line as a dict.
-
-    Values may contain spaces (``OS=Linux 6.1.0 #1 SMP``, ``Reason=GPU fell off the bus``), so
-    a value runs up to the next `` Key=`` (a capitalised word directly followed by ``=``).
-    One C-level split per line: a 1,000-node answer is 1,000 such lines.
-    """
-    fields: dict[str, str] = {}
-    for chunk in _FIELD_SPLIT_RE.split(line.strip()):
-        key, eq, value = chunk.partition("=")
-        if eq:
-            fields[key] = value.strip()
-    return fields
-
-
-def pick_fields(line: str, keys: tuple[str, ...], text_key: str = "") -> dict[str, str]:
-    """The fields ``keys`` (and the free-text ``text_key``) of one long ``scontrol -o`` line.
-
-    A node line carries some 40 fields of which a refresh reads a dozen, so rather than
-    splitting the whole line (:func:`parse_key_values`), each wanted field is found with one
-    C-level ``str.find`` of `` Key=`` and ends at the next space. Only ``text_key`` (SLURM's
-    ``Reason``, printed last) may hold spaces; it runs up to the next `` Key=``. The first
-    occurrence of a key wins, so a reason quoting ``State=...`` cannot shadow the real one.
-    Keys the line does not have are absent.
-    """
-    line = " " + line.strip()
-    find = line.find
-    fields: dict[str, str] = {}
-    for key in keys:
-        at = find(f" {key}=")
-        if at >= 0:
-            start = at + len(key) + 2
-            end = find(" ", start)
-            fields[key] = line[start:] if end < 0 else line[start:end]
-    if text_key:
-        at = find(f" {text_key}=")
-        if at >= 0:
-            rest = line[at + len(text_key) + 2 :]
-            fields[text_key] = _FIELD_SPLIT_RE.split(rest, maxsplit=1)[0].strip()
-    return fields
-
-
-# ----------------------------------------------------------------------------------- GRES / TRES
-
-GpuCounts = dict[str, int]
-"""GPU type → count; ``""`` is the untyped ``gpu:4`` form."""
-
-
-def _split_outside_parens(text: str) -> Iterator[str]:
-    depth, start = 0, 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        elif ch == "," and depth == 0:
-            yield text[start:i]
-            start = i + 1
-    yield text[start:]
-
-
-_COUNT_RE = re.compile(r"^(\d+)([KMGTP]?)$", re.IGNORECASE)
-_MULTIPLIER = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
-
-
-def _count(text: str) -> int | None:
-    match = _COUNT_RE.match(text.strip())
-    if not match:
-        return None
-    return int(match.group(1)) * _MULTIPLIER[match.group(2).upper()]
-
-
-def parse_gres(text: str) -> GpuCounts:
-    """GPUs in a GRES string: ``gpu:a100:8(S:0-1),gpu:v100:2``, ``gpu:4``, ``gres:gpu:2``.
-
-    Other GRES (``shard``, ``mps``) and ``(null)``/``N/A`` give nothing. A bare ``gpu`` or
-    ``gpu:a100`` counts one, as SLURM reads it.
-    """
-    # The same few strings repeat on every node and job line of a big cluster.
-    return dict(_parse_gres(text))
-
-
-@lru_cache(maxsize=4096)
-def _parse_gres(text: str) -> tuple[tuple[str, int], ...]:
-    counts: GpuCounts = {}
-    value = text.strip()
-    if not value or value.lower() in {"(null)", "n/a", "none"}:
-        return ()
-    for raw in _split_outside_parens(value):
-        item = re.sub(r"\(.*?\)", "", raw).strip()
-        for prefix in ("gres:", "gres/"):
-            if item.startswith(prefix):
-                item = item[len(prefix) :]
-        parts = item.split(":")
-        if parts[0] != "gpu":
-            continue
-        kind, number = "", 1
-        if len(parts) == 2:
-            n = _count(parts[1])
-            if n is None:
-                kind = parts[1]
-            else:
-                number = n
-        elif len(parts) >= 3:
-            kind = parts[1]
-            n = _count(parts[2])
-            if n is None:
-                continue
-            number = n
-        counts[kind] = counts.get(kind, 0) + number
-    return tuple(counts.items())
-
-
-def parse_tres(text: str) -> dict[str, int]:
-    """A TRES list (``cpu=8,mem=4G,node=2,gres/gpu=4,gres/gpu:a100=4``) as name → amount.
-
-    ``mem`` is in MB (SLURM's unit; suffixes converted). Unparsable items are dropped.
-    """
-    tres: dict[str, int] = {}
-    value = text.strip()
-    if not value or value.lower() in {"(null)", "n/a"}:
-        return tres
-    for item in value.split(","):
-        name, sep, amount = item.strip().partition("=")
-        if not sep or not name:
-            continue
-        number = _count(amount)
-        if number is None:
-            continue
-        if name == "mem":
-            # No suffix is MB; a suffix is bytes-based (4G = 4096 MB).
-            suffix = amount.strip()[-1:].upper()
-            number = number if suffix.isdigit() else number // (1024**2)
-        tres[name] = number
-    return tres
-
-
-def gpus_from_tres(tres: Mapping[str, int]) -> GpuCounts | None:
-    """GPU counts by type in a TRES dict; None when it names no GPU at all.
-
-    ``gres/gpu`` is the total, ``gres/gpu:TYPE`` the typed part; what the types do not cover
-    stays untyped.
-    """
-    if "gres/gpu" not in tres and not any(k.startswith("gres/gpu:") for k in tres):
-        return None
-    typed = {k.split(":", 1)[1]: v for k, v in tres.items() if k.startswith("gres/gpu:")}
-    total = tres.get("gres/gpu", sum(typed.values()))
-    counts: GpuCounts = {k: v for k, v in typed.items() if v}
-    rest = total - sum(typed.values())
-    if rest > 0:
-        counts[""] = rest
-    return counts
 
 
 # ----------------------------------------------------------------------------------- nodes
@@ -797,7 +471,7 @@ class CapacityUnavailable(ValueError):
 
 
 def parse_capacity_output(output: str, *, user: str = "") -> CapacityRaw:
-    """Parse the whole answer of :func:`capacity_command`.
+    """Parse the whole answer of :func:`~tao_slurm_tui.core.capacity_command.capacity_command`.
 
     Args:
         output: the command's stdout.
@@ -807,12 +481,10 @@ def parse_capacity_output(output: str, *, user: str = "") -> CapacityRaw:
         CapacityUnavailable: the node section is missing or failed (nothing to show).
     """
     sections = split_sections(output)
-    notes: list[str] = []
     nodes_section = sections.get("nodes")
     if nodes_section is None or not nodes_section.ok:
         why = nodes_section.error if nodes_section else "no answer"
         raise CapacityUnavailable(f"SLURM did not list its nodes ({why}).")
-    skipped = 0
 
     def lines(name: str) -> list[str]:
         section = sections.get(name)
@@ -820,23 +492,13 @@ def parse_capacity_output(output: str, *, user: str = "") -> CapacityRaw:
             return []
         return [ln for ln in section.text.splitlines() if ln.strip()]
 
-    nodes: list[Node] = []
-    for line in lines("nodes"):
-        node = parse_node_line(line)
-        if node is None:
-            skipped += 1
-        else:
-            nodes.append(node)
-    partitions = [p for p in map(parse_partition_line, lines("partitions")) if p is not None]
+    notes: list[str] = []
+    nodes, skipped_nodes = _parsed(lines("nodes"), parse_node_line)
     jobs_section = sections.get("jobs")
     jobs: list[Job] = []
+    skipped_jobs = 0
     if jobs_section is not None and jobs_section.ok:
-        for line in lines("jobs"):
-            job = parse_job_line(line)
-            if job is None:
-                skipped += 1
-            else:
-                jobs.append(job)
+        jobs, skipped_jobs = _parsed(lines("jobs"), parse_job_line)
     else:
         notes.append(
             "squeue did not answer, so pending and running jobs are not counted"
@@ -844,23 +506,26 @@ def parse_capacity_output(output: str, *, user: str = "") -> CapacityRaw:
         )
     qos_section, assoc_section = sections.get("qos"), sections.get("assoc")
     accounting = bool(qos_section and qos_section.ok)
-    qos = [q for q in map(parse_qos_line, lines("qos")) if q is not None] if accounting else []
-    assocs: list[Association] = []
-    if assoc_section is not None and assoc_section.ok:
-        assocs = [a for a in map(parse_assoc_line, lines("assoc")) if a is not None]
     if not accounting:
         notes.append(
             "SLURM accounting (sacctmgr) did not answer, so QOS and account limits are not shown."
         )
+    assoc_ok = assoc_section is not None and assoc_section.ok
     user_lines = lines("user")
     return CapacityRaw(
         user=user_lines[0].strip() if user_lines else user,
         nodes=nodes,
-        partitions=partitions,
+        partitions=_parsed(lines("partitions"), parse_partition_line)[0],
         jobs=jobs,
-        qos=qos,
-        associations=assocs,
+        qos=_parsed(lines("qos"), parse_qos_line)[0] if accounting else [],
+        associations=_parsed(lines("assoc"), parse_assoc_line)[0] if assoc_ok else [],
         accounting=accounting,
-        skipped=skipped,
+        skipped=skipped_nodes + skipped_jobs,
         notes=notes,
     )
+
+
+def _parsed(lines: list[str], parse: Callable[[str], T | None]) -> tuple[list[T], int]:
+    """The records ``parse`` makes of ``lines``, and how many lines it could not read."""
+    records = [r for r in map(parse, lines) if r is not None]
+    return records, len(lines) - len(records)

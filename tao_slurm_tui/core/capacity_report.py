@@ -18,14 +18,14 @@ from typing import Any, NamedTuple
 
 from tao_slurm_tui.core.capacity import (
     LINE_CACHE,
-    Association,
     CapacityRaw,
-    GpuCounts,
     Job,
     Node,
     NodeState,
     Partition,
 )
+from tao_slurm_tui.core.capacity_limits import LimitUse, limits_in_use
+from tao_slurm_tui.core.slurm_fields import GpuCounts
 
 UNTYPED = ""
 """Key of GPUs configured without a type (``gpu:4``)."""
@@ -131,27 +131,6 @@ class MyShare:
     running_gpus: int = 0
     pending_jobs: int = 0
     pending_gpus: int = 0
-
-
-@dataclass(frozen=True)
-class LimitUse:
-    """One limit the site set, against what is in use now."""
-
-    scope: str
-    """Where it is set: ``QOS normal``, ``account tao``, ``association tao/alice``."""
-    kind: str
-    """``GrpTRES`` (the group's total), ``MaxTRESPerUser``, ``MaxTRES`` (per job),
-    ``GrpJobs``, ``MaxJobsPerUser``, ``MaxJobs``."""
-    resource: str
-    """``gres/gpu``, ``cpu``, ``node``, ``mem`` or ``jobs``."""
-    limit: int
-    used: int | None
-    """Current use the limit counts (None for per-job limits, which nothing accumulates)."""
-
-    @property
-    def reached(self) -> bool:
-        """Use is at (or over) the limit: new jobs under it will pend."""
-        return self.used is not None and self.used >= self.limit
 
 
 @dataclass(frozen=True)
@@ -398,17 +377,13 @@ def _partition_capacity(
 ) -> PartitionCapacity:
     states = dict.fromkeys(NodeState, 0)
     totals: dict[str, list[int]] = {}
-    block: FreeBlock | None = None
-    blocks: dict[str, FreeBlock] = {}
     cpus_total = cpus_free = mem_total = mem_free = 0
     # A thousand nodes come in a few shapes: count them by shape and add each shape up once.
     # Each shape's first member stands for it (reversed, so the first one is what stays).
     shapes = list(map(_SHAPE, members))
     first = dict(zip(reversed(shapes), reversed(members), strict=True))
-    order = dict(zip(reversed(shapes), range(len(shapes) - 1, -1, -1), strict=True))
-    best: tuple[tuple[int, int, int, int], FreeBlock] | None = None
-    best_of_kind: dict[str, tuple[tuple[int, int, int, int], FreeBlock]] = {}
-    for shape, times in Counter(shapes).items():
+    counted = Counter(shapes)
+    for shape, times in counted.items():
         figures = first[shape]
         node = figures.node
         states[node.state] += times
@@ -424,20 +399,7 @@ def _partition_capacity(
         mem_total += node.mem_total_mb * times
         cpus_free += figures.cpus_free * times
         mem_free += figures.mem_free_mb * times
-        # The largest block: more GPUs, then more CPUs and memory; on a tie the first node of
-        # the partition wins (a stable answer), i.e. the shape met first.
-        if figures.block is not None:
-            rank = (*_block_key(figures.block), -order[shape])
-            if best is None or rank > best[0]:
-                best = (rank, figures.block)
-            for typed in figures.typed_blocks:
-                rank = (*_block_key(typed), -order[shape])
-                known = best_of_kind.get(typed.kind)
-                if known is None or rank > known[0]:
-                    best_of_kind[typed.kind] = (rank, typed)
-    if best is not None:
-        block = best[1]
-        blocks = {kind: found for kind, (_, found) in best_of_kind.items()}
+    block, blocks = _largest_blocks(shapes, first, counted)
     return PartitionCapacity(
         name=part.name,
         default=part.default,
@@ -461,84 +423,30 @@ def _partition_capacity(
     )
 
 
-def _sum_tres(jobs: Iterable[Job], resource: str) -> int:
-    """What ``jobs`` use of one TRES (``gres/gpu``, ``cpu``, ``node``; 0 for any other)."""
-    if resource == "gres/gpu":
-        return sum(j.gpus for j in jobs)
-    if resource == "cpu":
-        return sum(j.cpus * j.tasks for j in jobs)
-    if resource == "node":
-        return sum(j.nodes * j.tasks for j in jobs)
-    return 0
-
-
-_SHOWN_TRES = ("gres/gpu", "cpu", "node", "mem")
-
-
-def _tres_limits(
-    scope: str, kind: str, tres: dict[str, int], jobs: list[Job] | None
-) -> list[LimitUse]:
-    out = []
-    for resource in _SHOWN_TRES:
-        if resource not in tres:
+def _largest_blocks(
+    shapes: list[int], first: dict[int, _NodeFigures], counted: Iterable[int]
+) -> tuple[FreeBlock | None, dict[str, FreeBlock]]:
+    """The largest free block of a partition, and of each GPU type: more GPUs, then more CPUs
+    and memory; on a tie the first node of the partition wins (a stable answer), i.e. the
+    shape met first."""
+    order = dict(zip(reversed(shapes), range(len(shapes) - 1, -1, -1), strict=True))
+    best: tuple[tuple[int, int, int, int], FreeBlock] | None = None
+    best_of_kind: dict[str, tuple[tuple[int, int, int, int], FreeBlock]] = {}
+    for shape in counted:
+        figures = first[shape]
+        if figures.block is None:
             continue
-        # Memory use is not in squeue's fixed format: show the limit, not a guess at use.
-        used = None if jobs is None or resource == "mem" else _sum_tres(jobs, resource)
-        out.append(LimitUse(scope, kind, resource, tres[resource], used))
-    return out
-
-
-def _limits(raw: CapacityRaw) -> list[LimitUse]:
-    running = [j for j in raw.jobs if j.running]
-    mine = [j for j in running if j.user == raw.user]
-    limits: list[LimitUse] = []
-    my_assocs = [a for a in raw.associations if a.user == raw.user]
-    my_accounts = {a.account for a in my_assocs}
-    # The QOS the user may run under (empty: every QOS the site lists may matter).
-    allowed_qos = {q for a in my_assocs for q in a.qos}
-    for qos in raw.qos:
-        if allowed_qos and qos.name not in allowed_qos:
-            continue
-        scope = f"QOS {qos.name}"
-        in_qos = [j for j in running if j.qos == qos.name]
-        my_in_qos = [j for j in mine if j.qos == qos.name]
-        limits += _tres_limits(scope, "GrpTRES", qos.grp_tres, in_qos)
-        limits += _tres_limits(scope, "MaxTRESPerUser", qos.max_tres_per_user, my_in_qos)
-        limits += _tres_limits(scope, "MaxTRES", qos.max_tres_per_job, None)
-        if qos.grp_jobs is not None:
-            limits.append(LimitUse(scope, "GrpJobs", "jobs", qos.grp_jobs, len(in_qos)))
-        if qos.max_jobs_per_user is not None:
-            limits.append(
-                LimitUse(scope, "MaxJobsPerUser", "jobs", qos.max_jobs_per_user, len(my_in_qos))
-            )
-    for assoc in raw.associations:
-        if assoc.account not in my_accounts or assoc.user not in ("", raw.user):
-            continue
-        limits += _assoc_limits(assoc, running, raw.user)
-    return [lim for lim in limits if lim.limit >= 0]
-
-
-def _assoc_limits(assoc: Association, running: list[Job], user: str) -> list[LimitUse]:
-    where = f"/{assoc.partition}" if assoc.partition else ""
-    scope = (
-        f"association {assoc.account}/{assoc.user}{where}"
-        if assoc.user
-        else f"account {assoc.account}{where}"
-    )
-    counted = [
-        j
-        for j in running
-        if j.account == assoc.account
-        and (not assoc.user or j.user == user)
-        and (not assoc.partition or assoc.partition in j.partitions)
-    ]
-    out = _tres_limits(scope, "GrpTRES", assoc.grp_tres, counted)
-    out += _tres_limits(scope, "MaxTRES", assoc.max_tres_per_job, None)
-    if assoc.grp_jobs is not None:
-        out.append(LimitUse(scope, "GrpJobs", "jobs", assoc.grp_jobs, len(counted)))
-    if assoc.max_jobs is not None and assoc.user:
-        out.append(LimitUse(scope, "MaxJobs", "jobs", assoc.max_jobs, len(counted)))
-    return out
+        rank = (*_block_key(figures.block), -order[shape])
+        if best is None or rank > best[0]:
+            best = (rank, figures.block)
+        for typed in figures.typed_blocks:
+            rank = (*_block_key(typed), -order[shape])
+            known = best_of_kind.get(typed.kind)
+            if known is None or rank > known[0]:
+                best_of_kind[typed.kind] = (rank, typed)
+    if best is None:
+        return None, {}
+    return best[1], {kind: found for kind, (_, found) in best_of_kind.items()}
 
 
 def build_report(raw: CapacityRaw) -> CapacityReport:
@@ -549,10 +457,28 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
     Linear in nodes and jobs: each node's figures (allocation, free block) are worked out once
     whatever its partitions, and the jobs are tallied per partition in one pass.
     """
-    alloc: dict[str, GpuCounts] = {
-        n.name: n.gpus_alloc for n in raw.nodes if n.gpus_alloc is not None
-    }
-    alloc.update(_derive_alloc(raw.nodes, raw.jobs))
+    partitions = _all_partitions(raw)
+    figures = _node_figures(raw)
+    members = _members(partitions, figures)
+    tallies, mine = _tally_jobs(raw, partitions)
+    free = sum(count - used for f in figures.values() if f.usable for _, count, used in f.gpus)
+    notes = list(raw.notes)
+    if raw.skipped:
+        notes.append(f"{raw.skipped} line(s) of SLURM's answer could not be read and were skipped.")
+    return CapacityReport(
+        user=raw.user,
+        partitions=[_partition_capacity(p, members[p.name], tallies[p.name]) for p in partitions],
+        unavailable=_unavailable(raw.nodes),
+        mine=MyShare(*mine),
+        limits=limits_in_use(raw),
+        accounting=raw.accounting,
+        notes=notes,
+        gpus_free=free,
+    )
+
+
+def _all_partitions(raw: CapacityRaw) -> list[Partition]:
+    """``scontrol``'s partitions, then those only the nodes name."""
     partitions = list(raw.partitions)
     known = {p.name for p in partitions}
     for node in raw.nodes:
@@ -560,12 +486,27 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
             if name not in known:
                 known.add(name)
                 partitions.append(Partition(name, False, "UP", "", ()))
-    figures = {
+    return partitions
+
+
+def _node_figures(raw: CapacityRaw) -> dict[str, _NodeFigures]:
+    """Each node's figures; the GPUs of a node that does not report its allocation are those
+    of the running jobs on it."""
+    alloc: dict[str, GpuCounts] = {
+        n.name: n.gpus_alloc for n in raw.nodes if n.gpus_alloc is not None
+    }
+    alloc.update(_derive_alloc(raw.nodes, raw.jobs))
+    return {
         n.name: _remembered_figures(n) if n.gpus_alloc is not None else _figures(n, alloc[n.name])
         for n in raw.nodes
     }
-    # Members in the partition's own order (its Nodes= list; the first node wins a tie for the
-    # largest block), then the nodes that name the partition but are not on its list.
+
+
+def _members(
+    partitions: list[Partition], figures: dict[str, _NodeFigures]
+) -> dict[str, list[_NodeFigures]]:
+    """Each partition's nodes in its own order (its Nodes= list; the first node wins a tie for
+    the largest block), then the nodes that name the partition but are not on its list."""
     by_partition: dict[str, list[_NodeFigures]] = {}
     named: dict[str, list[_NodeFigures]] = {}
     for f in figures.values():
@@ -576,6 +517,14 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
         seen = {f.node.name for f in members}
         members += [f for f in named.get(part.name, ()) if f.node.name not in seen]
         by_partition[part.name] = members
+    return by_partition
+
+
+def _tally_jobs(
+    raw: CapacityRaw, partitions: list[Partition]
+) -> tuple[dict[str, list[int]], list[int]]:
+    """Running and pending jobs and GPUs per partition, and the user's own (tallies in the
+    order of :class:`MyShare`'s fields)."""
     tallies = {p.name: [0, 0, 0, 0] for p in partitions}
     mine = [0, 0, 0, 0]
     # Thousands of jobs fall into a few kinds (mine or not, running or not, which partitions):
@@ -596,8 +545,12 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
             tally = tallies.get(name)
             if tally is not None:
                 _count_job(tally, running, tasks, gpus)
-    capacities = [_partition_capacity(p, by_partition[p.name], tallies[p.name]) for p in partitions]
-    unavailable = [
+    return tallies, mine
+
+
+def _unavailable(nodes: list[Node]) -> list[UnavailableNode]:
+    """The nodes no job can start on now, with why."""
+    return [
         UnavailableNode(
             n.name,
             n.state,
@@ -608,23 +561,9 @@ def build_report(raw: CapacityRaw) -> CapacityReport:
             n.partitions,
             sum(n.gpus.values()),
         )
-        for n in raw.nodes
+        for n in nodes
         if not n.state.usable
     ]
-    free = sum(count - used for f in figures.values() if f.usable for _, count, used in f.gpus)
-    notes = list(raw.notes)
-    if raw.skipped:
-        notes.append(f"{raw.skipped} line(s) of SLURM's answer could not be read and were skipped.")
-    return CapacityReport(
-        user=raw.user,
-        partitions=capacities,
-        unavailable=unavailable,
-        mine=MyShare(*mine),
-        limits=_limits(raw),
-        accounting=raw.accounting,
-        notes=notes,
-        gpus_free=free,
-    )
 
 
 def gpu_type_problem(report: CapacityReport, partitions: list[str], gpu_type: str) -> str:

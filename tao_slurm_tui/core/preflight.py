@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tao_slurm_tui.core.quoting import home_path, quote
+from tao_slurm_tui.core.preflight_probe import NODE_CHECK_SECONDS, SLURM_TOOLS, Section, first_error
+from tao_slurm_tui.core.quoting import quote
 from tao_slurm_tui.core.secrets import CREDENTIALS_PATH
 
 
@@ -125,12 +126,6 @@ CHECKS: dict[str, str] = {
     "inputs": "Spec input paths",
 }
 
-SLURM_TOOLS = ("squeue", "sbatch", "sacct", "scancel")
-"""Commands the app runs on the login host."""
-
-MARK = "@@tao-doctor"
-"""Prefix of the section markers in the probe output."""
-
 
 def result(
     check: str,
@@ -148,168 +143,6 @@ def result(
 def skipped(check: str, why: str) -> CheckResult:
     """A ``skip`` result for ``check``."""
     return result(check, CheckStatus.SKIP, why)
-
-
-# ----------------------------------------------------------------------------------- the probe
-
-_TOOLS_BODY = (
-    "for t in " + " ".join(SLURM_TOOLS) + "; do "
-    'p=$(command -v "$t" 2>/dev/null) || p=""; v=""; '
-    'if [ -n "$p" ]; then v=$("$t" --version </dev/null 2>&1 | head -n 1); fi; '
-    'printf \'%s|%s|%s\\n\' "$t" "$p" "$v"; done'
-)
-_ASSOC_BODY = 'sacctmgr -n -P show assoc where user="$(id -un)" format=account </dev/null'
-_DEFACCT_BODY = 'sacctmgr -n -P show user "$(id -un)" format=defaultaccount </dev/null'
-_ENFORCE_BODY = "scontrol show config </dev/null | grep -i '^AccountingStorageEnforce' || true"
-_PARTITIONS_BODY = "scontrol show partition -o </dev/null"
-_CREDS_BODY = (
-    'if [ -s "$HOME/.config/enroot/.credentials" ]; then echo present; else echo missing; fi'
-)
-_PYXIS_BODY = (
-    "if ! command -v srun >/dev/null 2>&1; then echo nosrun; "
-    "elif srun --help </dev/null 2>&1 | grep -q -e '--container-image'; then echo present; "
-    "else echo missing; fi"
-)
-
-NODE_CHECK_SECONDS = 30
-"""How long the compute-node check waits for a free node (``srun --immediate``)."""
-
-# Runs on a compute node (one task): enroot on the PATH slurmd gives jobs, and the Pyxis plugin
-# named in the node's plugstack config present there. One "key|value|value" line each.
-_NODE_SCRIPT = (
-    'echo "node|$(hostname -s)"; '
-    'p=$(command -v enroot 2>/dev/null) && echo "enroot|$p|$(enroot version 2>&1 | head -n 1)" '
-    '|| echo "enroot||"; '
-    'c=$(dirname "${SLURM_CONF:-/etc/slurm/slurm.conf}"); '
-    'so=$(cat "$c/plugstack.conf" "$c"/plugstack.conf.d/*.conf 2>/dev/null '
-    "| awk '$1 !~ /^#/ && $2 ~ /spank_pyxis/ { print $2; exit }'); "
-    'if [ -n "$so" ] && [ -f "$so" ]; then echo "pyxis|$so|yes"; else echo "pyxis|$so|no"; fi'
-)
-
-
-def _node_body(partition: str) -> str:
-    srun = [
-        "srun",
-        f"--immediate={NODE_CHECK_SECONDS}",
-        "--nodes=1",
-        "--ntasks=1",
-        "--time=1",
-        "--quiet",
-        "--job-name=tao-doctor",
-    ]
-    if partition:
-        srun.append(f"--partition={partition}")
-    return (
-        f"timeout {NODE_CHECK_SECONDS + 45} "
-        + " ".join(quote(a) for a in srun)
-        + f" sh -c {quote(_NODE_SCRIPT)} </dev/null"
-    )
-
-
-def _results_body(path: str) -> str:
-    return (
-        f"d={home_path(path)}; "
-        'if [ -d "$d" ]; then if [ -w "$d" ]; then echo writable; else echo readonly; fi; '
-        'else p="$d"; while [ ! -e "$p" ]; do p=$(dirname "$p"); done; '
-        'if [ -d "$p" ] && [ -w "$p" ]; then echo "creatable|$p"; else echo "blocked|$p"; fi; fi'
-    )
-
-
-def _inputs_body(paths: Sequence[str]) -> str:
-    quoted = " ".join(quote(p) for p in paths)
-    return (
-        f"i=0; for p in {quoted}; do "
-        'if [ -e "$p" ]; then echo "$i|ok"; else echo "$i|missing"; fi; i=$((i+1)); done'
-    )
-
-
-def probe_sections(
-    *,
-    results_dir: str | None,
-    check_pyxis: bool,
-    input_paths: Sequence[str] = (),
-    partition: str = "",
-) -> dict[str, str]:
-    """Section name → shell body, for every remote check that applies (with Pyxis also a
-    one-task ``srun`` on a compute node of ``partition``)."""
-    sections = {
-        "tools": _TOOLS_BODY,
-        "assoc": _ASSOC_BODY,
-        "defacct": _DEFACCT_BODY,
-        "enforce": _ENFORCE_BODY,
-        "partitions": _PARTITIONS_BODY,
-        "creds": _CREDS_BODY,
-    }
-    if results_dir:
-        sections["results"] = _results_body(results_dir)
-    if check_pyxis:
-        sections["pyxis"] = _PYXIS_BODY
-        sections["node"] = _node_body(partition)
-    if input_paths:
-        sections["inputs"] = _inputs_body(input_paths)
-    return sections
-
-
-def build_probe_script(sections: Mapping[str, str]) -> str:
-    """One bash script running every section, each framed by begin/end markers with its rc.
-
-    Every section's stdin is closed (an ``srun`` would otherwise eat the rest of the script) and
-    its stderr is folded into stdout, so a failing command explains itself in the detail.
-    """
-    lines = ["exec </dev/null"]
-    for name, body in sections.items():
-        lines.append(f"printf '\\n{MARK} begin {name}\\n'")
-        lines.append(f"( {body} ) 2>&1")
-        lines.append(f"printf '\\n{MARK} end {name} %s\\n' \"$?\"")
-    return "\n".join(lines) + "\n"
-
-
-@dataclass(frozen=True)
-class Section:
-    """Output of one probe section."""
-
-    rc: int
-    """Exit status of the section's last command."""
-    lines: tuple[str, ...]
-    """Non-empty output lines."""
-
-    @property
-    def text(self) -> str:
-        """The lines joined by newlines."""
-        return "\n".join(self.lines)
-
-
-def parse_probe(output: str) -> dict[str, Section]:
-    """Split the probe output into sections; a section without an end marker is left out."""
-    sections: dict[str, Section] = {}
-    current: str | None = None
-    buf: list[str] = []
-    for raw in output.splitlines():
-        line = raw.rstrip("\r")
-        if line.startswith(MARK + " "):
-            parts = line.split()
-            if len(parts) >= 3 and parts[1] == "begin":
-                current, buf = parts[2], []
-            elif len(parts) >= 4 and parts[1] == "end" and parts[2] == current:
-                try:
-                    rc = int(parts[3])
-                except ValueError:
-                    rc = -1
-                sections[current] = Section(rc, tuple(buf))
-                current, buf = None, []
-            continue
-        if current is not None and line.strip():
-            buf.append(line)
-    return sections
-
-
-def _first_error(section: Section | None) -> str:
-    if section is None:
-        return "no answer from the login host"
-    for line in section.lines:
-        if "error" in line.lower() or "not found" in line.lower():
-            return line.strip()
-    return section.lines[0].strip() if section.lines else f"exit status {section.rc}"
 
 
 # ----------------------------------------------------------------------------------- evaluation
@@ -398,25 +231,34 @@ def evaluate_account(
     accounts = sorted(set(_account_lines(assoc)))
     defaults = _account_lines(default)
     default_account = defaults[0] if defaults else ""
-    enforced = _enforces_associations(enforce)
     if account:
-        if not accounts:
-            return result(
-                "account",
-                CheckStatus.PASS,
-                f"'{account}' (not verified: sacctmgr shows no associations)",
-            )
-        if account in accounts:
-            return result("account", CheckStatus.PASS, f"'{account}' is one of your accounts")
+        return _named_account(account, accounts, default_account)
+    return _unset_account(accounts, default_account, _enforces_associations(enforce))
+
+
+def _named_account(account: str, accounts: list[str], default_account: str) -> CheckResult:
+    """The profile names an account: one of the user's, or not verifiable."""
+    if not accounts:
         return result(
             "account",
-            CheckStatus.FAIL,
-            f"'{account}' is not one of your accounts ({', '.join(accounts)})",
-            f"Set account to one of: {', '.join(accounts)}.",
-            FixAction.SET_ACCOUNT,
-            target=default_account or accounts[0],
-            accounts=accounts,
+            CheckStatus.PASS,
+            f"'{account}' (not verified: sacctmgr shows no associations)",
         )
+    if account in accounts:
+        return result("account", CheckStatus.PASS, f"'{account}' is one of your accounts")
+    return result(
+        "account",
+        CheckStatus.FAIL,
+        f"'{account}' is not one of your accounts ({', '.join(accounts)})",
+        f"Set account to one of: {', '.join(accounts)}.",
+        FixAction.SET_ACCOUNT,
+        target=default_account or accounts[0],
+        accounts=accounts,
+    )
+
+
+def _unset_account(accounts: list[str], default_account: str, enforced: bool) -> CheckResult:
+    """No account in the profile: SLURM's default, one of the user's, or none needed."""
     if default_account:
         return result(
             "account",
@@ -475,7 +317,7 @@ def evaluate_partitions(wanted: Sequence[str], section: Section | None) -> Check
         return result(
             "partitions",
             CheckStatus.FAIL,
-            f"could not list partitions: {_first_error(section)}",
+            f"could not list partitions: {first_error(section)}",
             "Check that the SLURM controller answers (scontrol ping) with your admin.",
         )
     missing = [p for p in wanted if p not in table]
@@ -543,7 +385,7 @@ def evaluate_results_dir(path: str, section: Section | None) -> CheckResult:
     return result(
         "results_dir",
         CheckStatus.FAIL,
-        f"could not check {path}: {_first_error(section)}",
+        f"could not check {path}: {first_error(section)}",
         "Set base_results_dir to a directory you can write to.",
         FixAction.EDIT_PROFILE,
         target=path,
@@ -618,6 +460,11 @@ def evaluate_pyxis(
     login = "srun --help lists --container-image"
     if node is None:
         return result("pyxis", CheckStatus.PASS, login)
+    return _pyxis_on_node(login, node)
+
+
+def _pyxis_on_node(login: str, node: Section) -> CheckResult:
+    """What the one-task ``srun`` found on a compute node: enroot and the Pyxis plugin."""
     facts: dict[str, list[str]] = {}
     for line in node.lines:
         key, _, rest = line.partition("|")

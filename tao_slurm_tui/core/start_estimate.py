@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from tao_slurm_tui.core.capacity import parse_gres
 from tao_slurm_tui.core.capacity_report import CapacityReport, FreeBlock, type_label
 from tao_slurm_tui.core.partitions import format_slurm_time, parse_slurm_time
 from tao_slurm_tui.core.quoting import join
+from tao_slurm_tui.core.slurm_fields import parse_gres
 
 MARK = "@@tao-est:"
 """Prefix of the marker lines of the estimate command."""

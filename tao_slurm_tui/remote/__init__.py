@@ -2,5 +2,15 @@
 
 One persistent :class:`~tao_slurm_tui.remote.connection.Connection` per profile, owned by the
 application layer (:class:`~tao_slurm_tui.services.cluster.ClusterBackend`); login-host failover
-lives inside it. Host-key helpers are in :mod:`tao_slurm_tui.remote.hostkeys`.
+and reconnecting live inside it. Its parts, one job per module:
+
+- ``protocols``: what the services may ask of a connection (``Remote`` and friends, the result);
+- ``connection``: state, failover, reconnect, commands (``run``, ``run_framed``);
+- ``login``: logging in to one login host, every failure one sentence; ``dial``: the bounded,
+  cancel-safe asyncssh connect;
+- ``channel``: one command on its own channel; ``shell``: the long-lived shell of ``run_framed``;
+- ``transfer``: files up and down; ``keys``: private-key checks; ``hostkeys``: known_hosts rules
+  and reading a server's key; ``remembered``: the login host that worked last time;
+- ``state``: the connection states and their listeners; ``errors``: the errors, one sentence each;
+  ``authprobe``: which login methods a server offers.
 """

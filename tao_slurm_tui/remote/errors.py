@@ -1,6 +1,6 @@
 """Errors of the remote layer, each one plain sentence naming the host and what to do.
 
-Re-exported by :mod:`tao_slurm_tui.remote.connection`; import them from there.
+Re-exported by :mod:`tao_slurm_tui.remote.connection`; the services import them from there.
 """
 
 from __future__ import annotations
@@ -105,3 +105,11 @@ class ConnectionLost(RemoteError):
 
 class RemoteFileNotFound(RemoteError):
     """A remote file to read does not exist (or is not readable)."""
+
+
+def ssh_config_unreadable(exc: Exception) -> BadInput:
+    """~/.ssh/config could not be parsed (asyncssh's ``ConfigParseError``)."""
+    return BadInput(
+        f"~/.ssh/config cannot be read ({exc}); fix that line, or set use_ssh_config = false in "
+        "the profile."
+    )

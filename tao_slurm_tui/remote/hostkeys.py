@@ -1,8 +1,10 @@
-"""Host keys: fingerprints and known_hosts entries, in plain Python.
+"""Host keys: fingerprints and known_hosts entries, and reading a server's key to show it.
 
-Kept free of asyncssh so the rules (what ``ssh-keygen -lf`` prints, how OpenSSH writes and matches
-known_hosts lines) are unit-tested on their own. :mod:`tao_slurm_tui.remote.connection` uses them to
-tell an *unknown* host (no key at all: ask the user to trust it) from a *changed* key (refuse).
+The rules (what ``ssh-keygen -lf`` prints, how OpenSSH writes and matches known_hosts lines) are
+plain Python, unit-tested on their own; :mod:`tao_slurm_tui.remote.login` uses them to tell an
+*unknown* host (no key at all: ask the user to trust it) from a *changed* key (refuse). Only
+:func:`fetch_host_key` and :func:`host_key_target` speak SSH (asyncssh): they read the key a
+server presents, so the doctor can show its fingerprint before the user trusts it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ import os
 import re
 from pathlib import Path
 
+import asyncssh
+
+from tao_slurm_tui.core.models import HostKeyInfo
+from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.errors import BadInput
+from tao_slurm_tui.remote.dial import failure_reason, within
+from tao_slurm_tui.remote.errors import ConnectError, ssh_config_unreadable
 
 DEFAULT_PORT = 22
 
@@ -185,3 +193,97 @@ def trust_host_key(known_hosts: str | Path, host: str, port: int, public_key: st
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "ab") as handle:
         handle.write(line.encode("ascii"))
+
+
+# ----------------------------------------------------------------------------------- fetching
+
+
+def config_port(profile: Profile) -> int | tuple[()]:
+    """The port argument for asyncssh: ``()`` lets ~/.ssh/config decide (as the login does)."""
+    return () if profile.use_ssh_config and profile.port == 22 else profile.port
+
+
+async def host_key_target(profile: Profile, host: str) -> tuple[str, int]:
+    """The (host, port) whose key the connection checks in known_hosts for one login host.
+
+    With ``use_ssh_config`` a Host alias resolves like OpenSSH does (HostName, Port,
+    HostKeyAlias), so the doctor looks up, fetches and trusts what the login will verify.
+
+    Raises:
+        BadInput: ~/.ssh/config cannot be parsed.
+    """
+    if not profile.use_ssh_config:
+        return host, profile.port
+    try:
+        options = await asyncssh.SSHClientConnectionOptions.construct(
+            config=(),
+            host=host,
+            port=config_port(profile),
+            known_hosts=None,
+            client_keys=None,
+            agent_path=None,
+        )
+    except asyncssh.ConfigParseError as exc:
+        raise ssh_config_unreadable(exc) from None
+    alias = getattr(options, "host_key_alias", None)
+    return str(alias or options.host or host), int(options.port or profile.port)
+
+
+async def fetch_profile_host_key(profile: Profile, host: str) -> HostKeyInfo:
+    """:func:`fetch_host_key` with the profile's SSH options (an ~/.ssh/config alias's HostName,
+    Port and ProxyJump), reported under the name and port known_hosts must hold.
+
+    Raises:
+        ConnectError: the host could not be reached.
+        BadInput: ~/.ssh/config cannot be parsed.
+    """
+    target, port = await host_key_target(profile, host)
+    if not profile.use_ssh_config:
+        return await fetch_host_key(host, profile.port, profile.connect_timeout)
+    info = await fetch_host_key(
+        host, config_port(profile), profile.connect_timeout, config=(), shown=(host, port)
+    )
+    return HostKeyInfo(target, port, info.key_type, info.fingerprint, info.public_key)
+
+
+async def fetch_host_key(
+    host: str,
+    port: int | tuple[()] = 22,
+    timeout: float = 10,
+    *,
+    config: tuple[()] | None = None,
+    shown: tuple[str, int] | None = None,
+) -> HostKeyInfo:
+    """Connect just far enough to read a server's host key (to show it before trusting it).
+
+    ``config=()`` applies ~/.ssh/config (``port=()``: its Port); ``shown`` is the (host, port)
+    named in messages.
+
+    Raises:
+        ConnectError: the host could not be reached or did not finish the key exchange.
+        BadInput: ~/.ssh/config cannot be parsed.
+    """
+    where = "{}:{}".format(*shown) if shown else f"{host}:{port if port != () else 22}"
+    key: asyncssh.SSHKey | None = None
+    reason = ""
+    try:
+        key = await within(asyncssh.get_server_host_key(host, port, config=config), timeout)
+    except asyncssh.ConfigParseError as exc:
+        raise ssh_config_unreadable(exc) from None
+    except TimeoutError:
+        reason = f"no answer within {timeout:g} s"
+    except (OSError, asyncssh.Error) as exc:
+        reason = failure_reason(exc)
+    if reason:
+        raise ConnectError(
+            f"Could not read the host key of {where} ({reason}); check the host name and port.",
+            [(host, reason)],
+        )
+    if key is None:
+        raise ConnectError(
+            f"{where} presented no host key; ask your cluster admins how to verify it.",
+            [(host, "no host key")],
+        )
+    public = normalize_public_key(key.export_public_key("openssh").decode("ascii"))
+    at_port = port if isinstance(port, int) else 22
+    return HostKeyInfo(host, at_port, public.split()[0], fingerprint(public), public)

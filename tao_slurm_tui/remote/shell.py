@@ -37,7 +37,7 @@ import asyncssh
 
 from tao_slurm_tui.core.quoting import quote
 
-__all__ = ["RemoteShell", "ShellLost", "ShellTimeout", "ShellUnavailable"]
+__all__ = ["RemoteShell", "ShellLost", "ShellSlot", "ShellTimeout", "ShellUnavailable"]
 
 log = logging.getLogger(__name__)
 
@@ -226,3 +226,41 @@ def _why(exc: BaseException) -> str:
         return "the shell ended"
     reason = getattr(exc, "reason", "") or str(exc)
     return str(reason).strip().rstrip(".") or type(exc).__name__
+
+
+class ShellSlot:
+    """The one long-lived shell of a connection: replaced after a reconnect, and none at all on
+    a connection whose login host refused it (plain exec there, until the next reconnect)."""
+
+    def __init__(self) -> None:
+        self._shell: RemoteShell | None = None
+        self._refused: asyncssh.SSHClientConnection | None = None
+
+    def current(self, conn: asyncssh.SSHClientConnection | None) -> RemoteShell | None:
+        """The shell already running on ``conn``, if any."""
+        shell = self._shell
+        if shell is None or conn is None or shell.conn is not conn or conn is self._refused:
+            return None
+        return shell
+
+    def for_connection(self, conn: asyncssh.SSHClientConnection) -> RemoteShell | None:
+        """The shell of ``conn`` (a new one replaces a shell of an earlier connection); None
+        where ``conn``'s login host refused it."""
+        if self._refused is conn:
+            return None
+        shell = self._shell
+        if shell is None or shell.conn is not conn:
+            if shell is not None:
+                shell.close()
+            shell = self._shell = RemoteShell(conn)
+        return shell
+
+    def refuse(self, conn: asyncssh.SSHClientConnection) -> None:
+        """``conn``'s login host does not allow the shell."""
+        self._refused = conn
+
+    def close(self) -> None:
+        """Close the shell and forget the refusal (a new connection may allow it)."""
+        if self._shell is not None:
+            self._shell.close()
+        self._shell = self._refused = None

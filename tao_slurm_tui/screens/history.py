@@ -20,15 +20,13 @@ from tao_slurm_tui.core.accounting import (
     HistoryEntry,
     HistoryPage,
     HistoryQuery,
-    check_name_filter,
     format_memory,
     linked_record,
     links_by_slurm_id,
-    parse_since,
-    parse_states,
 )
+from tao_slurm_tui.core.history_query import check_name_filter, parse_since, parse_states
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.slurm import format_duration
+from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader

@@ -10,11 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tao_slurm_tui.core.capacity import (
-    CapacityUnavailable,
-    capacity_command,
-    parse_capacity_output,
-)
+from tao_slurm_tui.core.capacity import CapacityUnavailable, parse_capacity_output
+from tao_slurm_tui.core.capacity_command import capacity_command
 from tao_slurm_tui.core.capacity_report import CapacityReport, build_report
 from tao_slurm_tui.core.start_estimate import (
     StartEstimate,

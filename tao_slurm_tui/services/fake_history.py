@@ -23,7 +23,8 @@ from tao_slurm_tui.core.accounting import (
 )
 from tao_slurm_tui.core.job_output import JobOutput, default_output_path
 from tao_slurm_tui.core.models import JobRecord
-from tao_slurm_tui.core.slurm import SEP, format_duration
+from tao_slurm_tui.core.slurm_poll import SEP
+from tao_slurm_tui.core.slurm_text import format_duration
 
 FAKE_HISTORY_SIZE = 1000
 """Foreign jobs the fake history holds (SLURM ids 1..1000; the seeded TAO jobs come after)."""

@@ -17,12 +17,10 @@ from tao_slurm_tui.core.accounting import (
     HistoryPage,
     HistoryQuery,
     Usage,
-    history_command,
     links_by_slurm_id,
-    parse_history_output,
-    usage_command,
     window_words,
 )
+from tao_slurm_tui.core.history_query import history_command, parse_history_output, usage_command
 from tao_slurm_tui.core.job_output import JobOutput, job_output_command, parse_job_output
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import BadInput, OperationFailed

@@ -42,7 +42,7 @@ from tao_slurm_tui.core.images import ImageRef
 from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.slurm import parse_sbatch_output
+from tao_slurm_tui.core.slurm_text import parse_sbatch_output
 from tao_slurm_tui.errors import OperationFailed
 from tao_slurm_tui.remote.connection import CommandTimeout, ConnectionLost, RemoteFiles
 
@@ -188,32 +188,57 @@ def render_conversion_script(
         f"final={quote(sqsh_path)}",
         f"uri={quote(ref.enroot_uri)}",
         f"force={1 if force else 0}",
-        'partial="${final}.partial.${SLURM_JOB_ID}"',
-        'export ENROOT_TEMP_PATH="${TMPDIR:-/tmp}/tao-enroot-${SLURM_JOB_ID}"',
-        'cleanup() { rm -rf -- "$ENROOT_TEMP_PATH" "$partial"; }',
-        "trap cleanup EXIT",
-        'mkdir -p -- "$ENROOT_TEMP_PATH" "$(dirname -- "$final")"',
-        'echo "tao-slurm-tui: converting $uri to $final on $(hostname)"',
-        # Another conversion may have finished while this one waited in the queue.
-        'if [ "$force" = 0 ] && [ "$(head -c 4 -- "$final" 2>/dev/null | tr -dc A-Za-z0-9)"'
-        f" = {SQSH_MAGIC} ]; then",
-        '  echo "tao-slurm-tui: $final is already a valid SQSH image"; exit 0',
-        "fi",
-        "if ! command -v enroot >/dev/null 2>&1; then",
-        '  echo "tao-slurm-tui: ERROR: enroot is not installed on $(hostname);'
-        ' cannot convert $uri" >&2',
-        "  exit 1",
-        "fi",
-        'enroot import -o "$partial" "$uri" </dev/null',
-        f'if [ "$(head -c 4 -- "$partial" 2>/dev/null | tr -dc A-Za-z0-9)" != {SQSH_MAGIC} ]; then',
-        '  echo "tao-slurm-tui: ERROR: enroot import did not produce a SquashFS file" >&2',
-        "  exit 1",
-        "fi",
-        'mv -f -- "$partial" "$final"',
-        'echo "tao-slurm-tui: SQSH image ready: $final"',
-        "",
+        *_CONVERSION_BODY,
     ]
     return "\n".join(lines)
+
+
+_CONVERSION_BODY = (
+    'partial="${final}.partial.${SLURM_JOB_ID}"',
+    'export ENROOT_TEMP_PATH="${TMPDIR:-/tmp}/tao-enroot-${SLURM_JOB_ID}"',
+    'cleanup() { rm -rf -- "$ENROOT_TEMP_PATH" "$partial"; }',
+    "trap cleanup EXIT",
+    'mkdir -p -- "$ENROOT_TEMP_PATH" "$(dirname -- "$final")"',
+    'echo "tao-slurm-tui: converting $uri to $final on $(hostname)"',
+    # Another conversion may have finished while this one waited in the queue.
+    'if [ "$force" = 0 ] && [ "$(head -c 4 -- "$final" 2>/dev/null | tr -dc A-Za-z0-9)"'
+    f" = {SQSH_MAGIC} ]; then",
+    '  echo "tao-slurm-tui: $final is already a valid SQSH image"; exit 0',
+    "fi",
+    "if ! command -v enroot >/dev/null 2>&1; then",
+    '  echo "tao-slurm-tui: ERROR: enroot is not installed on $(hostname);'
+    ' cannot convert $uri" >&2',
+    "  exit 1",
+    "fi",
+    'enroot import -o "$partial" "$uri" </dev/null',
+    f'if [ "$(head -c 4 -- "$partial" 2>/dev/null | tr -dc A-Za-z0-9)" != {SQSH_MAGIC} ]; then',
+    '  echo "tao-slurm-tui: ERROR: enroot import did not produce a SquashFS file" >&2',
+    "  exit 1",
+    "fi",
+    'mv -f -- "$partial" "$final"',
+    'echo "tao-slurm-tui: SQSH image ready: $final"',
+    "",
+)
+"""The conversion script after its variables (``final``, ``uri``, ``force``): import into a
+partial file private to the job, check the squashfs magic, then rename over the cache file."""
+
+
+def _cached(ref: ImageRef, sqsh_path: str, name: str) -> SqshPlan:
+    """The plan of a job that uses a valid cached SQSH image (a moving tag is warned about)."""
+    warnings = []
+    if ref.is_latest:
+        warnings.append(
+            f"Using the cached SQSH of the moving tag {ref.canonical}; set "
+            "force_reconvert_latest in the profile to convert it again."
+        )
+    return SqshPlan(
+        action="cached",
+        sqsh_path=sqsh_path,
+        image_override=sqsh_path,
+        conversion_job_name=name,
+        warnings=warnings,
+        event=f"Using the cached SQSH image {sqsh_path}.",
+    )
 
 
 def sbatch_error(stderr: str, stdout: str = "") -> str:
@@ -266,61 +291,54 @@ class ImageService:
             return SqshPlan(action="direct", sqsh_path=ref.sqsh_path, image_override=ref.sqsh_path)
         if not use_sqsh:
             return SqshPlan(action="off")
+
         sqsh_path = ref.sqsh_cache_path(cache_dir_for(self._profile))
         name = conversion_job_name(ref)
         force = ref.is_latest and self._profile.force_reconvert_latest
         report(f"checking the SQSH cache {sqsh_path}")
-        result = await self._conn.run(
-            probe_command(sqsh_path, self._profile.user, name),
-            timeout=self._profile.command_timeout,
-        )
-        valid, inflight = parse_probe(result.stdout)
+        valid, inflight = await self._look(sqsh_path, name)
         if valid and not force:
-            warnings = []
-            if ref.is_latest:
-                warnings.append(
-                    f"Using the cached SQSH of the moving tag {ref.canonical}; set "
-                    "force_reconvert_latest in the profile to convert it again."
-                )
             report(f"using the cached SQSH image {sqsh_path}")
-            return SqshPlan(
-                action="cached",
-                sqsh_path=sqsh_path,
-                image_override=sqsh_path,
-                conversion_job_name=name,
-                warnings=warnings,
-                event=f"Using the cached SQSH image {sqsh_path}.",
-            )
-        fallback_note = (
-            "the job stops if it fails (require_sqsh)"
-            if self._profile.require_sqsh
-            else "if it fails the job falls back to the registry image (a WARNING line in main.err)"
-        )
+            return _cached(ref, sqsh_path, name)
         if inflight:
-            conv_id = inflight[0]
-            report(f"waiting for the conversion job {conv_id} already in flight")
-            return self._chain(
-                "wait",
-                sqsh_path,
-                name,
-                conv_id,
-                f"The job waits for the SQSH conversion job {conv_id} already in flight for "
-                f"{ref.canonical}; {fallback_note}.",
-            )
+            report(f"waiting for the conversion job {inflight[0]} already in flight")
+            return self._chain("wait", ref, sqsh_path, name, inflight[0])
         conv_id = await self._submit_conversion(
             ref, sqsh_path, name, spec_partition, max_time_seconds, force
         )
         report(f"conversion job {conv_id} submitted for {ref.canonical}")
-        return self._chain(
-            "convert",
-            sqsh_path,
-            name,
-            conv_id,
-            f"SQSH conversion job {conv_id} converts {ref.canonical} first and the job waits for "
-            f"it; {fallback_note}.",
-        )
+        return self._chain("convert", ref, sqsh_path, name, conv_id)
 
-    def _chain(self, action: SqshAction, path: str, name: str, conv_id: str, note: str) -> SqshPlan:
+    async def _look(self, sqsh_path: str, name: str) -> tuple[bool, list[str]]:
+        """Whether the cache file is a valid SQSH image, and the conversion jobs in flight."""
+        result = await self._conn.run(
+            probe_command(sqsh_path, self._profile.user, name),
+            timeout=self._profile.command_timeout,
+        )
+        return parse_probe(result.stdout)
+
+    def _chain(
+        self, action: SqshAction, ref: ImageRef, path: str, name: str, conv_id: str
+    ) -> SqshPlan:
+        """The plan of a job that waits for a conversion job (``conv_id``; '' in a dry run)."""
+        if self._profile.require_sqsh:
+            fallback = "the job stops if it fails (require_sqsh)"
+        else:
+            fallback = (
+                "if it fails the job falls back to the registry image (a WARNING line in main.err)"
+            )
+        if action == "wait":
+            note = (
+                f"The job waits for the SQSH conversion job {conv_id} already in flight for "
+                f"{ref.canonical}; {fallback}."
+            )
+        elif conv_id:
+            note = (
+                f"SQSH conversion job {conv_id} converts {ref.canonical} first and the job waits "
+                f"for it; {fallback}."
+            )
+        else:
+            note = f"A SQSH conversion job would convert {ref.canonical} first; {fallback}."
         return SqshPlan(
             action=action,
             sqsh_path=path,
@@ -364,6 +382,11 @@ class ImageService:
             timeout=self._profile.command_timeout,
         )
         await self._conn.upload_text(script_path, script, mode=0o644)
+        return await self._sbatch_conversion(script_path, sqsh_path, name)
+
+    async def _sbatch_conversion(self, script_path: str, sqsh_path: str, name: str) -> str:
+        """sbatch the staged conversion script exactly once: after a drop or a timeout the
+        queue is asked for the job by name before trying again."""
         command = join(["sbatch", "--parsable", "--export=ALL", script_path])
         for attempt in range(2):
             try:
@@ -372,11 +395,7 @@ class ImageService:
                 )
             except (ConnectionLost, CommandTimeout):
                 # Same name, so a conversion that did get submitted is found in the queue.
-                probe = await self._conn.run(
-                    probe_command(sqsh_path, self._profile.user, name),
-                    timeout=self._profile.command_timeout,
-                )
-                _, inflight = parse_probe(probe.stdout)
+                _, inflight = await self._look(sqsh_path, name)
                 if inflight:
                     return inflight[0]
                 if attempt == 1:

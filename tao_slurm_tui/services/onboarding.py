@@ -28,7 +28,7 @@ from pathlib import Path
 
 import asyncssh
 
-from tao_slurm_tui.core import preflight
+from tao_slurm_tui.core import preflight, preflight_probe
 from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.preflight import (
     CheckResult,
@@ -48,11 +48,14 @@ from tao_slurm_tui.remote.connection import (
     KeyLoadError,
     KeyPermissionError,
     RemoteError,
-    check_key_permissions,
+)
+from tao_slurm_tui.remote.hostkeys import (
     fetch_profile_host_key,
     host_key_target,
+    keys_for_host,
+    read_known_hosts,
 )
-from tao_slurm_tui.remote.hostkeys import keys_for_host, read_known_hosts
+from tao_slurm_tui.remote.keys import check_key_permissions
 from tao_slurm_tui.services.sshsetup import (
     DEFAULT_KEY,
     LoginCheck,
@@ -133,23 +136,33 @@ def check_ssh_key(profile: Profile, environ: Mapping[str, str] | None = None) ->
     env = os.environ if environ is None else environ
     configured = bool(profile.ssh_key_path)
     if configured:
-        candidates = [Path(profile.ssh_key_path).expanduser()]
+        key = Path(profile.ssh_key_path).expanduser()
     else:
-        candidates = [Path(p).expanduser() for p in _DEFAULT_KEYS if Path(p).expanduser().exists()]
-        if not candidates:
-            if _agent_available(env):
-                return result("ssh_key", CheckStatus.PASS, "ssh-agent (SSH_AUTH_SOCK)")
-            target = str(Path(DEFAULT_KEY).expanduser())
-            return result(
-                "ssh_key",
-                CheckStatus.FAIL,
-                "no ssh_key_path set, no key in ~/.ssh and no ssh-agent",
-                f"Generate a key pair at {target} (press Generate, or run "
-                f'ssh-keygen -t ed25519 -N "" -f {target}).',
-                FixAction.GENERATE_KEY,
-                target,
-            )
-    key = candidates[0]
+        found = [Path(p).expanduser() for p in _DEFAULT_KEYS if Path(p).expanduser().exists()]
+        if not found:
+            return _no_key(env)
+        key = found[0]
+    return _key_file_problem(key) or _key_loads(key, env, configured=configured)
+
+
+def _no_key(env: Mapping[str, str]) -> CheckResult:
+    """No key configured and none in ~/.ssh: an agent will do, else generate one."""
+    if _agent_available(env):
+        return result("ssh_key", CheckStatus.PASS, "ssh-agent (SSH_AUTH_SOCK)")
+    target = str(Path(DEFAULT_KEY).expanduser())
+    return result(
+        "ssh_key",
+        CheckStatus.FAIL,
+        "no ssh_key_path set, no key in ~/.ssh and no ssh-agent",
+        f"Generate a key pair at {target} (press Generate, or run "
+        f'ssh-keygen -t ed25519 -N "" -f {target}).',
+        FixAction.GENERATE_KEY,
+        target,
+    )
+
+
+def _key_file_problem(key: Path) -> CheckResult | None:
+    """A failed result when the key file is missing, readable by others or no file."""
     if not key.exists():
         return result(
             "ssh_key",
@@ -180,19 +193,17 @@ def check_ssh_key(profile: Profile, environ: Mapping[str, str] | None = None) ->
             FixAction.EDIT_PROFILE,
             str(key),
         )
+    return None
+
+
+def _key_loads(key: Path, env: Mapping[str, str], *, configured: bool) -> CheckResult:
+    """The key loads without a passphrase (or, not configured, an agent holds it)."""
     try:
         loaded = asyncssh.read_private_key(key)
     except (asyncssh.KeyEncryptionError, asyncssh.KeyImportError) as exc:
         encrypted = isinstance(exc, asyncssh.KeyEncryptionError) or "assphrase" in str(exc)
         if not encrypted:
-            return result(
-                "ssh_key",
-                CheckStatus.FAIL,
-                f"{key} is not a usable private key ({exc})",
-                "Point ssh_key_path at your private key, or generate a new pair.",
-                FixAction.EDIT_PROFILE,
-                str(key),
-            )
+            return _unusable(key, exc)
         if _agent_available(env) and not configured:
             return result("ssh_key", CheckStatus.PASS, f"{key} has a passphrase; ssh-agent is used")
         return result(
@@ -204,16 +215,20 @@ def check_ssh_key(profile: Profile, environ: Mapping[str, str] | None = None) ->
             str(key),
         )
     except OSError as exc:
-        return result(
-            "ssh_key",
-            CheckStatus.FAIL,
-            f"{key} is not a usable private key ({exc})",
-            "Point ssh_key_path at your private key, or generate a new pair.",
-            FixAction.EDIT_PROFILE,
-            str(key),
-        )
+        return _unusable(key, exc)
     algorithm = loaded.get_algorithm()
     return result("ssh_key", CheckStatus.PASS, f"{key} ({algorithm}, mode 0600 or stricter)")
+
+
+def _unusable(key: Path, exc: Exception) -> CheckResult:
+    return result(
+        "ssh_key",
+        CheckStatus.FAIL,
+        f"{key} is not a usable private key ({exc})",
+        "Point ssh_key_path at your private key, or generate a new pair.",
+        FixAction.EDIT_PROFILE,
+        str(key),
+    )
 
 
 async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
@@ -228,18 +243,32 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
     kh = known_hosts_path(profile)
     try:
         text = read_known_hosts(kh)
-    except BadInput as exc:  # a directory, unreadable: the check fails with the fix in words
+        survey = await _survey_host_keys(profile, text)
+    except BadInput as exc:  # a directory, unreadable, a broken ~/.ssh/config: say the fix
         return result("host_keys", CheckStatus.FAIL, str(exc)), []
+    known, unknown, unreachable = survey
+    if not unknown and not unreachable:
+        return result("host_keys", CheckStatus.PASS, f"known in {kh}: {', '.join(known)}"), known
+    return _host_keys_missing(profile, str(kh), survey), known
+
+
+_HostSurvey = tuple[list[str], list[tuple[str, HostKeyInfo]], list[tuple[str, str]]]
+"""(known login hosts, (unknown login host, its key), (unreachable login host, why))."""
+
+
+async def _survey_host_keys(profile: Profile, known_hosts: str) -> _HostSurvey:
+    """Which login hosts known_hosts knows; the key of each other one (or why it is unreachable).
+
+    Raises:
+        BadInput: ~/.ssh/config cannot be parsed.
+    """
     known: list[str] = []
-    unknown: list[tuple[str, HostKeyInfo]] = []  # (login host as configured, its key)
+    unknown: list[tuple[str, HostKeyInfo]] = []
     unreachable: list[tuple[str, str]] = []
     for host in profile.hostnames:
-        try:
-            # An ~/.ssh/config alias is looked up as the login verifies it (HostName, Port).
-            target, port = await host_key_target(profile, host)
-        except BadInput as exc:
-            return result("host_keys", CheckStatus.FAIL, str(exc)), []
-        if keys_for_host(text, target, port):
+        # An ~/.ssh/config alias is looked up as the login verifies it (HostName, Port).
+        target, port = await host_key_target(profile, host)
+        if keys_for_host(known_hosts, target, port):
             known.append(host)
             continue
         try:
@@ -247,8 +276,12 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
         except ConnectError as exc:
             reason = exc.failures[0][1] if exc.failures else str(exc)
             unreachable.append((host, reason))
-    if not unknown and not unreachable:
-        return result("host_keys", CheckStatus.PASS, f"known in {kh}: {', '.join(known)}"), known
+    return known, unknown, unreachable
+
+
+def _host_keys_missing(profile: Profile, kh: str, survey: _HostSurvey) -> CheckResult:
+    """The failed result: trust the first unknown key, or fix the unreachable host's name."""
+    known, unknown, unreachable = survey
     parts = [f"{_named(h, i)}: not in {kh} ({i.key_type} {i.fingerprint})" for h, i in unknown]
     parts += [f"{h}: unreachable ({r})" for h, r in unreachable]
     hosts = [
@@ -269,26 +302,20 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
             f"Check the fingerprint {first.fingerprint} with your cluster admins, then trust it "
             f"(press Trust, or run {scan} {first.host} >> {kh})."
         )
-        return result(
-            "host_keys",
-            CheckStatus.FAIL,
-            "; ".join(parts),
-            fix,
-            FixAction.TRUST_HOST,
-            login_host,
-            hosts=hosts,
-            known=known,
-        ), known
+        action, target = FixAction.TRUST_HOST, login_host
+    else:
+        fix = f"Check the login host names and port {profile.port} (and your VPN)."
+        action, target = FixAction.EDIT_PROFILE, unreachable[0][0]
     return result(
         "host_keys",
         CheckStatus.FAIL,
         "; ".join(parts),
-        f"Check the login host names and port {profile.port} (and your VPN).",
-        FixAction.EDIT_PROFILE,
-        unreachable[0][0],
+        fix,
+        action,
+        target,
         hosts=hosts,
         known=known,
-    ), known
+    )
 
 
 def _named(login_host: str, info: HostKeyInfo) -> str:
@@ -397,84 +424,90 @@ async def run_doctor(
         spec if spec is not None else (load_spec_facts(spec_path, profile) if spec_path else None)
     )
 
-    profile_result = preflight.evaluate_profile(profile.missing_required(), profile_name)
-    emit(profile_result)
+    emit(preflight.evaluate_profile(profile.missing_required(), profile_name))
     emit(check_ssh_key(profile, environ))
     if not profile.hostnames or not profile.user:
-        for check in list(preflight.CHECKS)[2:]:
-            emit(skipped(check, "the profile is incomplete"))
+        _skip_from(2, "the profile is incomplete", emit)
         return report
 
     host_result, known = await check_host_keys(profile)
     emit(host_result)
-
-    checks: list[LoginCheck] = []
-    working: Connection | None = None
-    opened: list[Connection] = []
-    if connection is not None and not connection.connected:
-        # Warm up the caller's connection; if it cannot connect, the per-host login checks
-        # below say why.
-        with contextlib.suppress(RemoteError, BadInput):
-            await connection.connect()
-    reuse_host = connection.host if connection is not None and connection.connected else None
+    logins = _Logins(profile, known, connection)
     try:
+        login_result = await logins.try_each()
+        emit(login_result)
+        if logins.working is None:
+            _skip_from(4, "no key-only login works yet", emit)
+            if login_result.action in _KEY_ACTIONS:
+                report.remediation = remediation_prompt(profile)
+            return report
+        report.host = logins.working.host
+        for res in await _remote_checks(logins.working, profile, facts):
+            emit(res)
+    finally:
+        await logins.close()
+    return report
+
+
+def _skip_from(index: int, why: str, emit: ResultCallback) -> None:
+    """Skip the checks from the ``index``-th on (they need what failed)."""
+    for check in list(preflight.CHECKS)[index:]:
+        emit(skipped(check, why))
+
+
+class _Logins:
+    """The doctor's key-only login on each known login host, and the connection it goes on
+    with (the caller's, when it works; else the first that logged in)."""
+
+    def __init__(
+        self, profile: Profile, known: Sequence[str], connection: Connection | None
+    ) -> None:
+        self.profile = profile
+        self.known = known
+        self.connection = connection
+        self.working: Connection | None = None
+        self._opened: list[Connection] = []
+
+    async def try_each(self) -> CheckResult:
+        """Log in to every known login host (reusing the caller's connection for its host)."""
+        profile, connection = self.profile, self.connection
+        if connection is not None and not connection.connected:
+            # Warm up the caller's connection; if it cannot connect, the per-host login checks
+            # below say why.
+            with contextlib.suppress(RemoteError, BadInput):
+                await connection.connect()
+        reuse_host = connection.host if connection is not None and connection.connected else None
+        checks: list[LoginCheck] = []
         for host in profile.hostnames:
             if host == reuse_host:
                 checks.append(LoginCheck(host, True))
                 continue
-            if host not in known:
+            if host not in self.known:
                 continue
             login, conn = await open_key_login(profile, host)
             checks.append(login)
             if conn is not None:
-                opened.append(conn)
-                if working is None and reuse_host is None:
-                    working = conn
+                self._opened.append(conn)
+                if self.working is None and reuse_host is None:
+                    self.working = conn
                 else:
                     await conn.close()
         if reuse_host is not None:
-            working = connection
-        not_tried = [h for h in profile.hostnames if h not in known and h != reuse_host]
-        login_result = _login_result(profile, checks, not_tried)
-        emit(login_result)
-        if working is None:
-            for check in list(preflight.CHECKS)[4:]:
-                emit(skipped(check, "no key-only login works yet"))
-            if login_result.action in _KEY_ACTIONS:
-                report.remediation = remediation_prompt(profile)
-            return report
-        report.host = working.host
-        for res in await _remote_checks(working, profile, facts):
-            emit(res)
-    finally:
-        for conn in opened:
+            self.working = connection
+        not_tried = [h for h in profile.hostnames if h not in self.known and h != reuse_host]
+        return _login_result(profile, checks, not_tried)
+
+    async def close(self) -> None:
+        """Close the connections the doctor opened (never the caller's)."""
+        for conn in self._opened:
             await conn.close()
-    return report
 
 
 async def _remote_checks(
     conn: Connection, profile: Profile, facts: SpecFacts | None
 ) -> list[CheckResult]:
     """Run the probe script once and evaluate every remote check from its output."""
-    paths = list(facts.paths) if facts else []
-    sections = preflight.probe_sections(
-        results_dir=profile.results_root,
-        check_pyxis=profile.container_runtime == "pyxis",
-        input_paths=paths,
-        partition=profile.partitions[0] if profile.partitions else "",
-    )
-    script = preflight.build_probe_script(sections)
-    error = ""
-    parsed: dict[str, preflight.Section] = {}
-    try:
-        res = await conn.run(
-            ["bash", "-c", script], timeout=max(PROBE_TIMEOUT, profile.command_timeout)
-        )
-        parsed = preflight.parse_probe(res.stdout)
-        if not parsed:
-            error = (res.stderr.strip().splitlines() or [f"exit status {res.exit_status}"])[-1]
-    except RemoteError as exc:
-        error = str(exc)
+    parsed, error = await _run_probe(conn, profile, facts)
     if error:
         why = f"the remote checks failed: {error}"
         return [
@@ -514,6 +547,29 @@ async def _remote_checks(
         inputs = preflight.evaluate_inputs(list(facts.paths), parsed.get("inputs"))
         out.append(inputs)
     return out
+
+
+async def _run_probe(
+    conn: Connection, profile: Profile, facts: SpecFacts | None
+) -> tuple[dict[str, preflight_probe.Section], str]:
+    """The probe's sections, or why it failed as a whole ('' when it answered)."""
+    sections = preflight_probe.probe_sections(
+        results_dir=profile.results_root,
+        check_pyxis=profile.container_runtime == "pyxis",
+        input_paths=list(facts.paths) if facts else [],
+        partition=profile.partitions[0] if profile.partitions else "",
+    )
+    script = preflight_probe.build_probe_script(sections)
+    try:
+        res = await conn.run(
+            ["bash", "-c", script], timeout=max(PROBE_TIMEOUT, profile.command_timeout)
+        )
+    except RemoteError as exc:
+        return {}, str(exc)
+    parsed = preflight_probe.parse_probe(res.stdout)
+    if not parsed:
+        return {}, (res.stderr.strip().splitlines() or [f"exit status {res.exit_status}"])[-1]
+    return parsed, ""
 
 
 # ----------------------------------------------------------------------------------- fixes

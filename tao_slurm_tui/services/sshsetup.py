@@ -39,10 +39,13 @@ from tao_slurm_tui.remote.connection import (
     Connection,
     RemoteError,
     UnknownHostKey,
+)
+from tao_slurm_tui.remote.hostkeys import (
     fetch_profile_host_key,
+    fingerprint,
+    normalize_public_key,
     trust_host_key,
 )
-from tao_slurm_tui.remote.hostkeys import fingerprint, normalize_public_key
 
 DEFAULT_KEY = "~/.ssh/id_ed25519"
 """Where a new key goes when the profile names none."""
@@ -321,29 +324,22 @@ async def install_public_key(
     if not password:
         raise BadInput("The password is empty; type your cluster password to install the key.")
     host = _first_host(profile, host)
-    line = (public_key or read_public_key(key_path(profile))).strip()
-    if "\n" in line or "\r" in line:
-        raise BadInput("The public key must be one line; give the contents of the .pub file.")
-    try:
-        blob = normalize_public_key(line)
-    except ValueError as exc:
-        raise BadInput(f"That is not an OpenSSH public key ({exc}).") from None
+    line, blob = _public_key_line(public_key or read_public_key(key_path(profile)))
     # The pair itself may not be readable yet (e.g. permissions): the password login must not
     # fail on it, so offer no key file in this one login.
     login_profile = profile.model_copy(update={"ssh_key_path": ""})
     conn = Connection.to_host(login_profile, host, password=password)
-    refused = False
     res: CommandResult | None = None
     try:
         try:
             await conn.connect()
         except AuthenticationFailed:
-            refused = True
-        if not refused:
+            pass  # the password was refused, or a one-time code is wanted: asked below
+        else:
             res = await conn.run(["bash", "-c", AUTHORIZE_SCRIPT], input=f"{blob}\n{line}\n")
     finally:
         await conn.close()
-    if refused:
+    if res is None:
         probe = await probe_login(login_profile, host, password=password)
         del password
         if probe.two_factor:
@@ -353,7 +349,30 @@ async def install_public_key(
             "(or use the manual steps if the site allows no password logins)."
         )
     del password
-    assert res is not None
+    return _authorize_outcome(host, res)
+
+
+def _public_key_line(text: str) -> tuple[str, str]:
+    """The public key as given (one line) and as ``TYPE BASE64``.
+
+    Raises:
+        BadInput: not one line, or not an OpenSSH public key.
+    """
+    line = text.strip()
+    if "\n" in line or "\r" in line:
+        raise BadInput("The public key must be one line; give the contents of the .pub file.")
+    try:
+        return line, normalize_public_key(line)
+    except ValueError as exc:
+        raise BadInput(f"That is not an OpenSSH public key ({exc}).") from None
+
+
+def _authorize_outcome(host: str, res: CommandResult) -> KeyInstall:
+    """What the authorize script says it did (``added``, ``present``), or why it failed.
+
+    Raises:
+        OperationFailed: the key could not be written.
+    """
     outcome = res.stdout.strip().splitlines()[-1:] if res.ok else []
     if outcome == ["added"]:
         return KeyInstall(host, True)

@@ -5,8 +5,10 @@ their SLURM attempts and an event log. WAL mode lets readers and one writer work
 busy timeout makes a second process wait instead of failing; every write is one
 ``BEGIN IMMEDIATE`` transaction, so two processes never interleave half-written changes.
 
-The schema is versioned with ``PRAGMA user_version`` and upgraded by :data:`MIGRATIONS` (append
-only; never edit a released step).
+The schema is versioned with ``PRAGMA user_version`` and upgraded by
+:data:`~tao_slurm_tui.services.store_schema.MIGRATIONS` (append only; never edit a released step);
+:mod:`~tao_slurm_tui.services.store_rows` reads rows back into records. The cross-process locks
+next to the file are :mod:`~tao_slurm_tui.services.locks`.
 
 The store keeps exactly what it is given and nothing else. It never holds a secret: callers pass
 specs whose secrets were refused by validation (``env`` may not carry keys), and no credential
@@ -15,108 +17,24 @@ is ever handed to it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import fcntl
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
 from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.services.store_rows import ATTEMPT_FIELDS, attempt_of, job_record
+from tao_slurm_tui.services.store_schema import MIGRATIONS, SCHEMA_VERSION, statements
 
 BUSY_TIMEOUT_MS = 10_000
 """How long a write waits for another process's transaction before giving up."""
-
-MIGRATIONS: list[str] = [
-    # 1: jobs, attempts, events.
-    """
-    CREATE TABLE jobs (
-        profile TEXT NOT NULL,
-        id TEXT NOT NULL,
-        spec TEXT NOT NULL DEFAULT '{}',
-        base_results_dir TEXT NOT NULL DEFAULT '',
-        status TEXT NOT NULL DEFAULT 'Pending',
-        slurm_state TEXT NOT NULL DEFAULT '',
-        message TEXT NOT NULL DEFAULT '',
-        progress TEXT NOT NULL DEFAULT '{}',
-        submitted INTEGER NOT NULL DEFAULT 0,
-        sqsh_job_id TEXT NOT NULL DEFAULT '',
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        PRIMARY KEY (profile, id)
-    );
-    CREATE INDEX jobs_status ON jobs (profile, status);
-    CREATE TABLE attempts (
-        profile TEXT NOT NULL,
-        job_id TEXT NOT NULL,
-        number INTEGER NOT NULL,
-        slurm_job_id TEXT NOT NULL,
-        login_host TEXT NOT NULL DEFAULT '',
-        state TEXT NOT NULL DEFAULT '',
-        exit_code TEXT NOT NULL DEFAULT '',
-        reason TEXT NOT NULL DEFAULT '',
-        nodes TEXT NOT NULL DEFAULT '',
-        submit_time TEXT NOT NULL DEFAULT '',
-        start_time TEXT NOT NULL DEFAULT '',
-        end_time TEXT NOT NULL DEFAULT '',
-        elapsed TEXT NOT NULL DEFAULT '',
-        time_limit TEXT NOT NULL DEFAULT '',
-        partition TEXT NOT NULL DEFAULT '',
-        est_start TEXT NOT NULL DEFAULT '',
-        retry_reason TEXT NOT NULL DEFAULT '',
-        restarts INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (profile, job_id, number),
-        FOREIGN KEY (profile, job_id) REFERENCES jobs (profile, id) ON DELETE CASCADE
-    );
-    CREATE TABLE events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        profile TEXT NOT NULL,
-        job_id TEXT NOT NULL,
-        time REAL NOT NULL,
-        kind TEXT NOT NULL,
-        text TEXT NOT NULL,
-        FOREIGN KEY (profile, job_id) REFERENCES jobs (profile, id) ON DELETE CASCADE
-    );
-    CREATE INDEX events_job ON events (profile, job_id, seq);
-    """,
-    # 2: timeout requeues are counted apart from the infrastructure-retry budget.
-    """
-    ALTER TABLE attempts ADD COLUMN timeout_restarts INTEGER NOT NULL DEFAULT 0;
-    """,
-    # 3: TAO pipelines: the steps of one pipeline share its id and are ordered by step.
-    """
-    ALTER TABLE jobs ADD COLUMN pipeline_id TEXT NOT NULL DEFAULT '';
-    ALTER TABLE jobs ADD COLUMN pipeline_step INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX jobs_pipeline ON jobs (profile, pipeline_id, pipeline_step);
-    """,
-    # 4: a store-wide change number on every job row, so a reader (the monitor) reloads only
-    # the rows written since it last looked, not every job of the history.
-    """
-    ALTER TABLE jobs ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX jobs_change ON jobs (profile, change_seq);
-    CREATE TABLE changes (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
-        seq INTEGER NOT NULL,
-        deletes INTEGER NOT NULL
-    );
-    INSERT INTO changes (id, seq, deletes) VALUES (1, 0, 0);
-    """,
-    # 5: the launch plan a job was resolved to, so a retry renders it as it was submitted.
-    """
-    ALTER TABLE jobs ADD COLUMN plan TEXT NOT NULL DEFAULT '{}';
-    """,
-]
-"""Schema steps; step N (1-based) brings ``user_version`` from N-1 to N."""
-
-SCHEMA_VERSION = len(MIGRATIONS)
 
 _JOB_FIELDS = (
     "spec",
@@ -131,7 +49,6 @@ _JOB_FIELDS = (
     "pipeline_step",
     "plan",
 )
-_ATTEMPT_FIELDS = tuple(f.name for f in fields(Attempt) if f.name != "number")
 
 
 @dataclass(frozen=True)
@@ -294,7 +211,7 @@ class JobStore:
                     f"(schema {version} > {SCHEMA_VERSION}); upgrade tao-slurm-tui."
                 )
             for number in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _statements(MIGRATIONS[number - 1]):
+                for statement in statements(MIGRATIONS[number - 1]):
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version = {number}")
 
@@ -379,7 +296,7 @@ class JobStore:
             ).fetchone()
             if row is None:
                 return None
-            return self._record(row, self._attempts(self._db, profile, job_id))
+            return job_record(row, self._attempts(self._db, profile, job_id), self.path)
 
     def require(self, profile: str, job_id: str) -> JobRecord:
         """Like :meth:`get`, but a missing job is an error for the user.
@@ -413,7 +330,9 @@ class JobStore:
                 f"SELECT * FROM jobs {where} ORDER BY created_at, profile, id", params
             ).fetchall()
             attempts = self._all_attempts(profile)
-            return [self._record(r, attempts.get((r["profile"], r["id"]), [])) for r in rows]
+            return [
+                job_record(r, attempts.get((r["profile"], r["id"]), []), self.path) for r in rows
+            ]
 
     def changes(self) -> tuple[int, int]:
         """(the last change number given to a job row, how many jobs were deleted): read it
@@ -447,7 +366,10 @@ class JobStore:
         """The jobs a few rows match (``where`` names ``profile``), each with its attempts."""
         with self._reading():
             rows = self._db.execute(f"SELECT * FROM jobs WHERE {where}", params).fetchall()
-            return [self._record(r, self._attempts(self._db, r["profile"], r["id"])) for r in rows]
+            return [
+                job_record(r, self._attempts(self._db, r["profile"], r["id"]), self.path)
+                for r in rows
+            ]
 
     def active(self, profile: str) -> list[JobRecord]:
         """Non-terminal jobs of ``profile`` (what the monitor polls), oldest first."""
@@ -497,7 +419,7 @@ class JobStore:
             TypeError: an unknown field.
             KeyError: no such job or attempt.
         """
-        unknown = set(changes) - set(_ATTEMPT_FIELDS)
+        unknown = set(changes) - set(ATTEMPT_FIELDS)
         if unknown:
             raise TypeError(f"unknown attempt field(s): {', '.join(sorted(unknown))}")
         with self._write() as db:
@@ -655,14 +577,14 @@ class JobStore:
         ).fetchone()
         if row is None:
             raise KeyError(f"no job {profile}/{job_id}")
-        return self._record(row, self._attempts(db, profile, job_id))
+        return job_record(row, self._attempts(db, profile, job_id), self.path)
 
     def _attempts(self, db: sqlite3.Connection, profile: str, job_id: str) -> list[Attempt]:
         rows = db.execute(
             "SELECT * FROM attempts WHERE profile = ? AND job_id = ? ORDER BY number",
             (profile, job_id),
         ).fetchall()
-        return [self._attempt(r) for r in rows]
+        return [attempt_of(r, self.path) for r in rows]
 
     def _all_attempts(self, profile: str | None) -> dict[tuple[str, str], list[Attempt]]:
         sql = "SELECT * FROM attempts"
@@ -672,114 +594,5 @@ class JobStore:
             params.append(profile)
         out: dict[tuple[str, str], list[Attempt]] = {}
         for r in self._db.execute(sql + " ORDER BY profile, job_id, number", params):
-            out.setdefault((r["profile"], r["job_id"]), []).append(self._attempt(r))
+            out.setdefault((r["profile"], r["job_id"]), []).append(attempt_of(r, self.path))
         return out
-
-    def _record(self, row: sqlite3.Row, attempts: list[Attempt]) -> JobRecord:
-        try:
-            return JobRecord(
-                id=row["id"],
-                profile=row["profile"],
-                spec=_json_object(row["spec"]),
-                base_results_dir=row["base_results_dir"],
-                status=TaoStatus(row["status"]),
-                slurm_state=row["slurm_state"],
-                message=row["message"],
-                progress=Progress.from_dict(_json_object(row["progress"])),
-                attempts=attempts,
-                submitted=bool(row["submitted"]),
-                sqsh_job_id=_slurm_id(row["sqsh_job_id"]),
-                created_at=float(row["created_at"]),
-                updated_at=float(row["updated_at"]),
-                pipeline_id=str(row["pipeline_id"]),
-                pipeline_step=int(row["pipeline_step"]),
-                plan=_json_object(row["plan"]),
-            )
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise self._damaged(row["profile"], row["id"], exc) from None
-
-    def _damaged(self, profile: str, job_id: str, exc: Exception) -> OperationFailed:
-        detail = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-        return OperationFailed(
-            f"The state database {self.path} holds a damaged record of job '{job_id}' in "
-            f"profile '{profile}' ({detail}); it was not written by this version of "
-            "tao-slurm-tui, so move the file aside (your jobs on the cluster are not affected)."
-        )
-
-    def _attempt(self, row: sqlite3.Row) -> Attempt:
-        try:
-            attempt = Attempt(number=int(row["number"]), **{k: row[k] for k in _ATTEMPT_FIELDS})
-            _slurm_id(attempt.slurm_job_id)
-            attempt.restarts = int(attempt.restarts)
-            return attempt
-        except (ValueError, TypeError, KeyError) as exc:
-            raise self._damaged(row["profile"], row["job_id"], exc) from None
-
-
-_SLURM_ID_RE = re.compile(r"^(?:[0-9]+(?:_[0-9]+)?)?$")
-
-
-def _slurm_id(value: object) -> str:
-    """A stored SLURM id: digits (``N_M`` for array tasks) or empty."""
-    text = str(value)
-    if not _SLURM_ID_RE.match(text):
-        raise ValueError(f"not a SLURM job id: {text[:40]!r}")
-    return text
-
-
-def _json_object(text: str | None) -> dict[str, Any]:
-    value = json.loads(text or "{}")
-    if not isinstance(value, dict):
-        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _statements(script: str) -> list[str]:
-    # Migrations are plain DDL without semicolons inside literals: split on ';'.
-    return [s.strip() for s in script.split(";") if s.strip()]
-
-
-class SubmitLock:
-    """An exclusive flock held by the process submitting one job, released on exit or death."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    async def acquire(self) -> None:
-        """Wait for the lock (another process submitting the same name finishes first)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-
-    def release(self) -> None:
-        """Release (and remove) the lock file."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                self.path.unlink()
-            os.close(self._fd)
-            self._fd = None
-
-    def held_elsewhere(self) -> bool:
-        """True while a live process holds the lock (its submit is still in flight)."""
-        try:
-            fd = os.open(self.path, os.O_RDWR)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)
-        return False
-
-
-def submit_lock(store: JobStore, profile_name: str, job_id: str) -> SubmitLock:
-    """The submit lock of one job: a file next to the state DB."""
-    return SubmitLock(Path(f"{store.path}.submitting") / f"{profile_name}--{job_id}.lock")

@@ -34,7 +34,8 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotEx
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
-from tao_slurm_tui.core.slurm import explain_reason, parse_duration
+from tao_slurm_tui.core.slurm import explain_reason
+from tao_slurm_tui.core.slurm_text import parse_duration
 from tao_slurm_tui.core.start_estimate import short_time
 from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_label, row_order
 

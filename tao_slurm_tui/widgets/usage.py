@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from tao_slurm_tui.core.accounting import Usage, format_memory
-from tao_slurm_tui.core.slurm import format_duration
+from tao_slurm_tui.core.slurm_text import format_duration
 
 
 def usage_lines(usage: Usage) -> list[Text]:

@@ -27,6 +27,7 @@ def _daemons_back() -> Iterator[None]:
     for name in ("sshd", "slurmdbd", "slurmctld"):
         if daemons.recorded(name) is None:
             daemons.start(name)
+    daemons.sshd_up()
     daemons.slurmctld_up()
     daemons.slurmdbd_up()
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests import sandbox
+from tests import ready, sandbox
 
 STATE = sandbox.STATE_DIR
 REC_DIR = STATE / "daemons"
@@ -96,12 +96,12 @@ def stop(name: str) -> None:
     if rec is None:
         raise RuntimeError(f"{name} is not running as recorded by sandbox-cluster")
     os.kill(rec.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while recorded(name) is not None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    with contextlib.suppress(ready.NotReady):
+        ready.wait_until(lambda: recorded(name) is None, f"{name} ending on SIGTERM", timeout=15)
     if recorded(name) is not None:
         os.kill(rec.pid, signal.SIGKILL)
-        time.sleep(0.3)
+        # Gone, not "a moment later": a start right after must not meet the old listener.
+        ready.wait_until(lambda: recorded(name) is None, f"{name} ending on SIGKILL", timeout=10)
     (REC_DIR / name).unlink(missing_ok=True)
 
 
@@ -144,6 +144,13 @@ def slurmctld_up() -> None:
 
 def slurmdbd_up() -> None:
     wait_until(["sh", "-c", "timeout 5 sacctmgr -n -P list cluster >/dev/null"])
+
+
+def sshd_up() -> None:
+    """The sandbox's sshd greets as an SSH server (its pid file only says it started)."""
+    ready.wait_until(
+        lambda: ready.ssh_banner(sandbox.HOST, sandbox.PORT), "the sandbox sshd", timeout=30
+    )
 
 
 def sshd_sessions(local_port: int) -> list[int]:

@@ -158,6 +158,7 @@ async def test_sshd_restarted(h: Harness) -> None:
         one_sentence(str(info.value))
     finally:
         daemons.start("sshd")
+    daemons.sshd_up()
     job = await h.tick_until(name, lambda j: j.status is TaoStatus.RUNNING, timeout=90)
     assert len(job.attempts) == 1 and not job.status.terminal
     assert_no_orphan(name, known_ids(h, name))

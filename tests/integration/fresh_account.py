@@ -17,12 +17,12 @@ import os
 import secrets
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests import sandbox
+from tests.ready import ssh_banner, wait_until
 
 CLUSTER = "taotest"
 ACCOUNT = "tao"
@@ -82,17 +82,12 @@ def password_sshd(root: Path, user: str) -> Iterator[tuple[int, Path]]:
             ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=log
         )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection((sandbox.HOST, port), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        "the password sshd did not start: " + (root / "sshd.log").read_text()
-                    ) from None
-                time.sleep(0.1)
+        wait_until(
+            lambda: ssh_banner(sandbox.HOST, port),
+            f"the password sshd on port {port}",
+            alive=lambda: proc.poll() is None,
+            detail=lambda: (root / "sshd.log").read_text(),
+        )
         yield port, Path(f"{host_key}.pub")
     finally:
         proc.terminate()

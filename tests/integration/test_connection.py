@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -33,10 +32,10 @@ from tao_slurm_tui.remote.connection import (
     RemoteError,
     RemoteFileNotFound,
     UnknownHostKey,
-    fetch_host_key,
-    trust_host_key,
 )
+from tao_slurm_tui.remote.hostkeys import fetch_host_key, trust_host_key
 from tests import sandbox
+from tests.ready import ssh_agent_answers, ssh_banner, wait_until
 
 pytestmark = pytest.mark.usefixtures("cluster")
 
@@ -225,7 +224,7 @@ class SecondSshd:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        """Start sshd in the foreground (-D) and wait until it accepts connections."""
+        """Start sshd in the foreground (-D) and wait until it greets as an SSH server."""
         sshd = shutil.which("sshd") or "/usr/sbin/sshd"
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self.proc = subprocess.Popen(
@@ -233,15 +232,12 @@ class SecondSshd:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"second sshd on port {self.port} did not start")
-                time.sleep(0.05)
+        proc = self.proc
+        wait_until(
+            lambda: ssh_banner("127.0.0.1", self.port),
+            f"the second sshd on port {self.port}",
+            alive=lambda: proc.poll() is None,
+        )
 
     def stop(self) -> None:
         """Stop the listening sshd we started (its sessions live on until killed)."""
@@ -346,11 +342,12 @@ def ssh_agent(tmp_path: Path) -> Iterator[str]:
     sock = str(tmp_path / "agent.sock")
     agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 5
-        while not os.path.exists(sock):
-            if time.monotonic() > deadline:
-                pytest.fail("ssh-agent did not start")
-            time.sleep(0.05)
+        # Not "the socket file exists": the agent creates it before it listens on it.
+        wait_until(
+            lambda: ssh_agent_answers(sock),
+            f"ssh-agent on {sock}",
+            alive=lambda: agent.poll() is None,
+        )
         env = {**os.environ, "SSH_AUTH_SOCK": sock}
         subprocess.run(
             ["ssh-add", "-q", str(sandbox.SSH_KEY)], env=env, check=True, capture_output=True

@@ -10,13 +10,9 @@ from collections.abc import Sequence
 from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import join
-from tao_slurm_tui.core.slurm import (
-    PollOutput,
-    StateAction,
-    parse_poll_output,
-    parse_sbatch_output,
-    poll_command,
-)
+from tao_slurm_tui.core.slurm import StateAction
+from tao_slurm_tui.core.slurm_poll import PollOutput, parse_poll_output, poll_command
+from tao_slurm_tui.core.slurm_text import parse_sbatch_output
 from tao_slurm_tui.remote.connection import Connection
 
 UNKNOWN = "99999999"

@@ -32,7 +32,9 @@ class Terminal:
         self.socket = f"tao-test-{uuid.uuid4().hex[:8]}"
         self.status_file = workdir / "exit-status"
         # Not 2>file: Textual draws on stderr. A traceback stays in the pane after the exit.
-        command = f"{shlex.join(argv)}; echo $? > {shlex.quote(str(self.status_file))}; sleep 600"
+        # The status goes to a temporary file renamed into place: the file appears complete.
+        status, partial = shlex.quote(str(self.status_file)), shlex.quote(f"{self.status_file}.tmp")
+        command = f"{shlex.join(argv)}; echo $? > {partial}; mv {partial} {status}; sleep 600"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         self._tmux(
             "new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]),

@@ -16,17 +16,19 @@ from tao_slurm_tui.core.accounting import (
     Usage,
     format_memory,
     gpus_from_tres,
-    history_command,
     parse_cpu_time,
     parse_entries,
-    parse_history_output,
     parse_memory,
-    parse_since,
-    parse_states,
     suggested_limit,
     summarize,
-    usage_command,
     window_words,
+)
+from tao_slurm_tui.core.history_query import (
+    history_command,
+    parse_history_output,
+    parse_since,
+    parse_states,
+    usage_command,
 )
 from tao_slurm_tui.core.job_output import default_output_path, job_output_command, parse_job_output
 

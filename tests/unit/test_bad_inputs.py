@@ -340,6 +340,13 @@ ROWS: list[Row] = [
     Row("flag-set-profile-name", ["config", "set-profile", "a b", "user=x"], 2, "profile name"),
     Row("flag-submit-no-spec", ["submit"], 2, "required"),
     Row("flag-creds-empty-stdin", ["creds", "install"], 2, "key", stdin=""),
+    # An empty value is bad input, not "the default" (tests/unit/test_empty_options.py: all).
+    Row("flag-empty-profile", ["--profile", "", "status"], 2, "--profile is empty.*NAME"),
+    Row("flag-empty-config", ["--config=", "status"], 2, "--config is empty.*PATH"),
+    Row("flag-empty-tui-spec", ["--spec", ""], 2, "--spec is empty"),
+    Row("flag-empty-status-id", ["status", ""], 2, "ID argument is empty"),
+    Row("flag-empty-history-state", ["history", "--state", ""], 2, "--state is empty"),
+    Row("flag-empty-tail", ["logs", "job-a", "--tail", ""], 2, "--tail is empty"),
     # --- local files: keys, known_hosts, ~/.ssh/config, state DB ------------------------------
     Row("key-mode-0644", D.split(), 2, "chmod 600", modes={"KEY": 0o644}),
     Row(

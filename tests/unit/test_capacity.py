@@ -11,26 +11,30 @@ from pathlib import Path
 import pytest
 
 from tao_slurm_tui.core.capacity import (
+    CapacityUnavailable,
+    NodeState,
+    array_tasks,
+    node_state,
+    parse_capacity_output,
+    parse_job_line,
+    parse_node_line,
+)
+from tao_slurm_tui.core.capacity_command import (
     MARK,
     NODE_FIELDS,
     NODE_REDUCE_AWK,
     SECTIONS,
-    CapacityUnavailable,
-    NodeState,
-    array_tasks,
     capacity_command,
-    gpus_from_tres,
-    node_state,
-    parse_capacity_output,
-    parse_gres,
-    parse_job_line,
-    parse_key_values,
-    parse_node_line,
-    parse_tres,
-    pick_fields,
     split_sections,
 )
 from tao_slurm_tui.core.capacity_report import CapacityReport, build_report
+from tao_slurm_tui.core.slurm_fields import (
+    gpus_from_tres,
+    parse_gres,
+    parse_key_values,
+    parse_tres,
+    pick_fields,
+)
 from tests.capacity_data import GOLDEN, scaled_output
 
 SYNTHETIC = (GOLDEN / "synthetic.txt").read_text(encoding="utf-8")

@@ -15,6 +15,7 @@ from tao_slurm_tui.remote.connection import (
     KeyLoadError,
     KeyPermissionError,
 )
+from tao_slurm_tui.remote.login import auth_error
 
 
 def _profile(**overrides: object) -> Profile:
@@ -83,7 +84,7 @@ def test_remembered_host_is_tried_first() -> None:
 
 def test_refused_login_without_a_user_says_to_set_one() -> None:
     # No user in the profile: the local user name was tried; say so instead of only "add the key".
-    error = Connection(_profile(user="", ssh_key_path="/k/id"))._auth_error("login1")
+    error = auth_error(_profile(user="", ssh_key_path="/k/id"), "login1")
     assert "set user (or SLURM_USER)" in str(error) and "/k/id.pub" in str(error)
-    with_user = Connection(_profile(ssh_key_path="/k/id"))._auth_error("login1")
+    with_user = auth_error(_profile(ssh_key_path="/k/id"), "login1")
     assert "SLURM_USER" not in str(with_user) and "someone" in str(with_user)

@@ -56,7 +56,7 @@ async def test_a_cancelled_host_key_fetch_leaves_no_stray_task_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The doctor's host-key fetch is the other handshake cancelled when the user quits."""
-    from tao_slurm_tui.remote.connection import fetch_host_key
+    from tao_slurm_tui.remote.hostkeys import fetch_host_key
 
     started = asyncio.Event()
 

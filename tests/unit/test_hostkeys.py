@@ -10,11 +10,7 @@ from pathlib import Path
 import pytest
 
 from tao_slurm_tui.errors import BadInput
-from tao_slurm_tui.remote.connection import (
-    KeyLoadError,
-    KeyPermissionError,
-    check_key_permissions,
-)
+from tao_slurm_tui.remote.connection import KeyLoadError, KeyPermissionError
 from tao_slurm_tui.remote.hostkeys import (
     fingerprint,
     host_pattern,
@@ -24,6 +20,7 @@ from tao_slurm_tui.remote.hostkeys import (
     split_public_key,
     trust_host_key,
 )
+from tao_slurm_tui.remote.keys import check_key_permissions
 
 # Recorded with `ssh-keygen -t ed25519` / `-t rsa` and `ssh-keygen -lf KEY.pub`.
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMv+cu9Kb8aBcCEaKqUF/lmcdK5x707RJWlY9DTbQImc vec"

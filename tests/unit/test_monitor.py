@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.slurm import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
+from tao_slurm_tui.core.slurm_poll import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
 from tao_slurm_tui.remote.connection import CommandResult
-from tao_slurm_tui.services.monitor import UNSETTLED_SECONDS, UNSETTLED_TICKS, Monitor
+from tao_slurm_tui.services.accounting_followup import UNSETTLED_SECONDS, UNSETTLED_TICKS
+from tao_slurm_tui.services.monitor import Monitor
 from tao_slurm_tui.services.store import JobStore
 
 PROFILE = Profile(user="u", hostnames=["h"], partition="polar", base_results_dir="/r")
@@ -108,10 +111,9 @@ def add(store: JobStore, name: str, slurm_id: str, **kw: Any) -> None:
         JobRecord(
             id=name,
             profile="p",
-            base_results_dir="/r",
             submitted=True,
             attempts=[Attempt(number=0, slurm_job_id=slurm_id)],
-            **kw,
+            **{"base_results_dir": "/r", **kw},
         )
     )
 
@@ -387,7 +389,7 @@ async def test_ended_jobs_leave_nothing_behind_in_the_monitor(store: JobStore) -
     store's records (which the queue shows) may grow with the jobs."""
     cluster, monitor = queued(store, 20)
     await monitor.tick()
-    assert len(monitor._seen) == 20
+    assert monitor.jobs.merges_remembered == 20
     for i in range(20):
         sid = str(100 + i)
         cluster.squeue[sid] = sq(sid, "COMPLETED", nodes="vm")
@@ -396,7 +398,7 @@ async def test_ended_jobs_leave_nothing_behind_in_the_monitor(store: JobStore) -
         await monitor.tick()
         await monitor.wait_followup()
     assert all(job.status is TaoStatus.COMPLETE for job in store.list_jobs("p"))
-    assert monitor._seen == {} and monitor._accounting == {} and monitor._unsettled == {}
+    assert monitor.jobs.merges_remembered == 0 and monitor.accounting.holds_nothing
 
 
 async def test_another_writer_makes_the_monitor_read_only_the_rows_it_wrote(
@@ -464,3 +466,83 @@ async def test_a_follow_up_warning_lasts_while_sacct_is_needed_and_no_longer(
     result = await monitor.tick()
     assert result.accounting == [] and result.warning == ""
     assert (await monitor.tick()).warning == ""
+
+
+class ShellCluster(FakeCluster):
+    """A :class:`FakeCluster` whose second round trip (the reads of finished jobs) runs for
+    real in ``sh`` on this machine, with a fake ``sinfo`` that lists ``nodes``."""
+
+    def __init__(self, bin_dir: Path, nodes: list[str]) -> None:
+        super().__init__()
+        bin_dir.mkdir()
+        sinfo = bin_dir / "sinfo"
+        sinfo.write_text("#!/bin/sh\n" + "".join(f"echo {n}\n" for n in nodes))
+        sinfo.chmod(0o755)
+        self.path = f"{bin_dir}:/usr/bin:/bin"
+        self.second_rounds: list[str] = []
+
+    async def run(self, command: Any, *, framed: bool = False, **kw: Any) -> CommandResult:
+        cmd = command if isinstance(command, str) else " ".join(command)
+        if not cmd.startswith("sh -c") or "squeue" in cmd or "sacct" in cmd:
+            return await super().run(command, framed=framed, **kw)
+        self.second_rounds.append(cmd)
+        done = subprocess.run(
+            ["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=30,
+            env={"PATH": self.path},
+        )  # fmt: skip
+        return CommandResult(cmd, done.returncode, done.stdout, done.stderr, "h")
+
+
+async def test_an_infrastructure_failure_is_retried_without_its_node(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """FAILED with an NCCL error in main.err: the second round reads both logs and the
+    partition's size (sinfo) in one command, and the retry excludes the failed node while the
+    partition has others."""
+    cluster = ShellCluster(tmp_path / "bin", ["n1", "n2", "n3", "n4"])
+    root = tmp_path / "results"
+    add(store, "a", "7", base_results_dir=str(root), spec={"num_nodes": 1})
+    paths = JobPaths(str(root), "a")
+    for path, text in (
+        (paths.main_out("7"), "epoch 1\n"),
+        (paths.main_err("7"), "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269\n"),
+    ):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    cluster.squeue["7"] = sq("7", "FAILED", nodes="n2")
+    cluster.sacct["7"] = [sa("7", "FAILED", "1:0", nodes="n2")]
+    seen: list[tuple[str, list[str], str]] = []
+
+    async def resubmit(job: JobRecord, *, exclude_nodes: Any = (), reason: str = "") -> Attempt:
+        seen.append((job.id, list(exclude_nodes), reason))
+        attempt = Attempt(number=1, slurm_job_id="8")
+        store.add_attempt("p", job.id, attempt)
+        return attempt
+
+    monitor = Monitor(cluster, store, "p", PROFILE, resubmit=resubmit)  # type: ignore[arg-type]
+    await monitor.tick()  # squeue says FAILED: accounting is asked first
+    await monitor.wait_followup()
+    result = await monitor.tick()
+    assert result.round_trips == 2 and len(cluster.second_rounds) == 1
+    assert seen == [("a", ["n2"], seen[0][2])] and "NCCL" in seen[0][2]
+    assert any(e.kind == "retried" and "excluding n2" in e.text for e in result.events)
+    job = store.require("p", "a")
+    assert job.status is TaoStatus.PENDING and job.attempts[0].retry_reason == seen[0][2]
+
+
+async def test_a_missing_log_is_no_infrastructure_failure(store: JobStore, tmp_path: Path) -> None:
+    """FAILED and main.err not there: nothing to classify, so Error (never a blind retry)."""
+    cluster = ShellCluster(tmp_path / "bin", ["n1", "n2"])
+    add(store, "a", "7", base_results_dir=str(tmp_path / "results"))
+    cluster.squeue["7"] = sq("7", "FAILED", nodes="n1")
+    cluster.sacct["7"] = [sa("7", "FAILED", "1:0", nodes="n1")]
+
+    async def resubmit(job: JobRecord, **_: Any) -> Attempt:
+        raise AssertionError("must not retry without a log")
+
+    monitor = Monitor(cluster, store, "p", PROFILE, resubmit=resubmit)  # type: ignore[arg-type]
+    await monitor.tick()
+    await monitor.wait_followup()
+    result = await monitor.tick()
+    assert result.jobs[0].status is TaoStatus.ERROR
+    assert "could not be read" in result.jobs[0].message

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from tao_slurm_tui.core import preflight
-from tao_slurm_tui.core.preflight import CheckStatus, FixAction, Section
+from tao_slurm_tui.core import preflight, preflight_probe
+from tao_slurm_tui.core.preflight import CheckStatus, FixAction
+from tao_slurm_tui.core.preflight_probe import Section
 
 SCONTROL_PARTITIONS = (
     "PartitionName=polar AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL AllocNodes=ALL Default=YES "
@@ -70,7 +71,7 @@ def sec(*lines: str, rc: int = 0) -> Section:
 
 
 def test_parse_probe_splits_sections_with_rc() -> None:
-    parsed = preflight.parse_probe(RECORDED_PROBE)
+    parsed = preflight_probe.parse_probe(RECORDED_PROBE)
     assert set(parsed) == {
         "tools",
         "assoc",
@@ -87,25 +88,25 @@ def test_parse_probe_splits_sections_with_rc() -> None:
 
 
 def test_parse_probe_drops_unterminated_section() -> None:
-    parsed = preflight.parse_probe("@@tao-doctor begin tools\nsqueue|/x|v\n")
+    parsed = preflight_probe.parse_probe("@@tao-doctor begin tools\nsqueue|/x|v\n")
     assert parsed == {}
 
 
 def test_probe_script_runs_in_bash_and_parses() -> None:
     # The script is plain bash: run it locally with fake sections and read it back.
     sections = {"one": "echo hello; echo world >&2", "two": "false", "three": "echo 'a|b'"}
-    script = preflight.build_probe_script(sections)
+    script = preflight_probe.build_probe_script(sections)
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
-    parsed = preflight.parse_probe(out)
+    parsed = preflight_probe.parse_probe(out)
     assert parsed["one"] == Section(0, ("hello", "world"))
     assert parsed["two"].rc == 1
     assert parsed["three"].lines == ("a|b",)
 
 
 def test_probe_sections_include_only_what_applies() -> None:
-    base = preflight.probe_sections(results_dir=None, check_pyxis=False)
+    base = preflight_probe.probe_sections(results_dir=None, check_pyxis=False)
     assert "pyxis" not in base and "inputs" not in base and "results" not in base
-    full = preflight.probe_sections(
+    full = preflight_probe.probe_sections(
         results_dir="/home/u/tao", check_pyxis=True, input_paths=["/a b", "/c'd"]
     )
     assert {"pyxis", "inputs", "results"} <= set(full)
@@ -118,16 +119,16 @@ def test_inputs_and_results_bodies_run_locally(tmp_path: object) -> None:
 
     root = pathlib.Path(str(tmp_path))
     (root / "exists dir").mkdir()
-    sections = preflight.probe_sections(
+    sections = preflight_probe.probe_sections(
         results_dir=str(root / "new" / "sub"),
         check_pyxis=False,
         input_paths=[str(root / "exists dir"), str(root / "nope")],
     )
-    script = preflight.build_probe_script(
+    script = preflight_probe.build_probe_script(
         {k: v for k, v in sections.items() if k in ("results", "inputs")}
     )
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True).stdout
-    parsed = preflight.parse_probe(out)
+    parsed = preflight_probe.parse_probe(out)
     assert parsed["inputs"].lines == ("0|ok", "1|missing")
     assert parsed["results"].lines == (f"creatable|{root}",)
     res = preflight.evaluate_results_dir(str(root / "new" / "sub"), parsed["results"])
@@ -144,7 +145,7 @@ def test_profile_check() -> None:
 
 
 def test_tools_check() -> None:
-    parsed = preflight.parse_probe(RECORDED_PROBE)
+    parsed = preflight_probe.parse_probe(RECORDED_PROBE)
     ok = preflight.evaluate_tools(parsed["tools"])
     assert ok.status is CheckStatus.PASS and "22.05.8" in ok.detail
     missing = preflight.evaluate_tools(sec("squeue|/usr/bin/squeue|slurm 22", "sbatch||"))
@@ -268,6 +269,6 @@ def test_pyxis_check_on_a_compute_node() -> None:
 
 
 def test_node_section_runs_one_task_on_the_partition() -> None:
-    sections = preflight.probe_sections(results_dir=None, check_pyxis=True, partition="polar")
+    sections = preflight_probe.probe_sections(results_dir=None, check_pyxis=True, partition="polar")
     assert "--partition=polar" in sections["node"] and "--immediate=" in sections["node"]
     assert sections["node"].endswith("</dev/null")

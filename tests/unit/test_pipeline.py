@@ -20,7 +20,8 @@ from tao_slurm_tui.core.spec import ResolvedJob, SpecDraft, resolve
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.connection import CommandResult
 from tao_slurm_tui.services.monitor import Monitor
-from tao_slurm_tui.services.store import MIGRATIONS, SCHEMA_VERSION, JobStore
+from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.services.store_schema import MIGRATIONS, SCHEMA_VERSION
 from tests.unit.test_monitor import FakeCluster, sq
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"

@@ -12,28 +12,32 @@ import pytest
 from tao_slurm_tui.core.models import Attempt, TaoStatus
 from tao_slurm_tui.core.slurm import (
     LIVE_STATES,
-    NODELIST_REASON,
-    SLURM_ENV_VARS,
     TERMINAL_STATES,
     MappedState,
-    SlurmRow,
     StateAction,
-    expand_nodelist,
     explain_reason,
-    format_duration,
     is_terminal,
-    is_unlimited,
     map_state,
-    merge,
     normalize_state,
-    parse_duration,
+    reason_for_state,
+)
+from tao_slurm_tui.core.slurm_poll import (
+    NODELIST_REASON,
+    SLURM_ENV_VARS,
+    SlurmRow,
+    merge,
     parse_poll_output,
     parse_rows,
-    parse_sbatch_output,
     poll_command,
-    reason_for_state,
     sacct_format,
     squeue_format,
+)
+from tao_slurm_tui.core.slurm_text import (
+    expand_nodelist,
+    format_duration,
+    is_unlimited,
+    parse_duration,
+    parse_sbatch_output,
 )
 
 # The recipe's formats: squeue -o '%i|%j|%T|%M|%l|%R|%P';
@@ -644,7 +648,7 @@ def test_parsed_rows_are_kept_for_the_latest_output_only() -> None:
     previous output of the same kind only: a steady tick still re-parses nothing."""
     import gc
 
-    from tao_slurm_tui.core.slurm import SEP, SQUEUE_FIELDS, SlurmRow, parse_rows
+    from tao_slurm_tui.core.slurm_poll import SEP, SQUEUE_FIELDS, SlurmRow, parse_rows
 
     keys = [k for k, _ in SQUEUE_FIELDS]
 

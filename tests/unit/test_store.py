@@ -15,7 +15,8 @@ from tao_slurm_tui import config
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.services import store as store_module
-from tao_slurm_tui.services.store import MIGRATIONS, SCHEMA_VERSION, JobStore
+from tao_slurm_tui.services.store import JobStore
+from tao_slurm_tui.services.store_schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class Clock:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.slurm import parse_sbatch_output
+from tao_slurm_tui.core.slurm_text import parse_sbatch_output
 from tao_slurm_tui.core.spec import ResolvedStep
 from tao_slurm_tui.services.images import SqshPlan
 

@@ -46,8 +46,9 @@ from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
 from tao_slurm_tui.remote.connection import Connection, RemoteFiles
 from tao_slurm_tui.services.backend import ProgressCallback, SubmitStage
 from tao_slurm_tui.services.images import SqshPlan, cache_dir_for, conversion_outcome
+from tao_slurm_tui.services.locks import submit_lock
 from tao_slurm_tui.services.partitions import Limits, fetch_partition_limits
-from tao_slurm_tui.services.store import JobStore, submit_lock
+from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit.check import check
 from tao_slurm_tui.services.submit.commands import meta_file
 from tao_slurm_tui.services.submit.image import (

@@ -1,0 +1,193 @@
+"""sacct in the background: the monitor's accounting follow-up.
+
+A tick never waits for sacct. It asks, in one batched ``sacct -X -D`` on its own channel, only
+about the ids squeue cannot settle, and the next tick uses the answer:
+
+- squeue no longer lists the job (it ended while no client was watching);
+- squeue says it ended but accounting has not agreed yet: a job SLURM requeues itself
+  (``--requeue`` on NODE_FAIL, or the batch script's ``scontrol requeue``) passes through such
+  states and comes back PENDING under the same id, so a finished state is acted on only once
+  sacct agrees, or after :data:`UNSETTLED_TICKS` ticks AND :data:`UNSETTLED_SECONDS` seconds
+  (accounting down);
+- a requeue whose restart count ``sacct -D`` is to confirm (a *probe*).
+
+:meth:`AccountingFollowUp.wait` lets a caller run the next tick as soon as the rows land.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+from tao_slurm_tui.core.slurm_poll import SlurmRow, SlurmSnapshot, parse_poll_output, poll_command
+from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.remote.connection import Remote
+
+UNSETTLED_TICKS = 3
+"""Ticks a finished state squeue reports may wait for sacct to agree before it is trusted
+anyway (accounting down)."""
+UNSETTLED_SECONDS = 30.0
+"""...and the least time it waits: slurmdbd lags the controller by seconds, so a tick count
+alone (3 ticks are 3 s at a 1 s interval) would end a job without its exit code."""
+
+
+class AccountingFollowUp:
+    """What sacct said about a profile's active jobs, and the one background call asking more.
+
+    Per tick: :meth:`begin_tick`, then for each merged job :meth:`rows_for`, the requeue and
+    settle questions, :meth:`ask_if_needed`; then :meth:`send`. Ids are SLURM job ids.
+    """
+
+    def __init__(
+        self, conn: Remote, *, timeout: Callable[[], float], clock: Callable[[], float]
+    ) -> None:
+        """Keep nothing yet.
+
+        Args:
+            conn: the profile's connection (``run``: its own channel, beside the tick's shell).
+            timeout: the command timeout (read at every call: the profile may be edited).
+            clock: time source (tests).
+        """
+        self.conn = conn
+        self.timeout = timeout
+        self.clock = clock
+        self._rows: dict[str, list[SlurmRow]] = {}
+        """``sacct -X -D`` rows from earlier follow-ups, by id."""
+        self._unsettled: dict[str, tuple[int, float]] = {}
+        """Finished per squeue, not yet per sacct: id → (ticks, first seen)."""
+        self._probe: set[str] = set()
+        """Requeues whose restart count sacct is to confirm."""
+        self._probed: set[str] = set()
+        """Probes answered since the last tick began."""
+        self._answered: set[str] = set()
+        """Probes answered, for the tick running now."""
+        self._asked: set[str] = set()
+        """Ids this tick asks about."""
+        self._asked_before: set[str] = set()
+        """Ids the previous tick asked about."""
+        self._task: asyncio.Task[bool] | None = None
+        self._error = ""
+
+    # ------------------------------------------------------------------ one tick
+
+    def begin_tick(self) -> None:
+        """Start a tick: the probes answered and the ids asked since the last one are its own."""
+        self._answered, self._probed = self._probed, set()
+        self._asked_before, self._asked = self._asked, set()
+
+    def rows_for(self, ids: Iterable[str]) -> dict[str, list[SlurmRow]]:
+        """What earlier follow-ups learnt from sacct, for ``ids`` only."""
+        return {sid: rows for sid in ids if (rows := self._rows.get(sid)) is not None}
+
+    def involves(self, sid: str) -> bool:
+        """True while accounting has an open question or a new answer about ``sid`` (so the
+        job must be merged this tick even if nothing else changed)."""
+        return (
+            sid in self._asked_before
+            or sid in self._unsettled
+            or sid in self._probe
+            or sid in self._answered
+        )
+
+    def answers_probe(self, sid: str) -> bool:
+        """True when this tick's sacct rows for ``sid`` answer a requeue probe."""
+        return sid in self._answered
+
+    def probe(self, sid: str) -> None:
+        """Ask sacct ``-D`` to confirm the restart count of a job squeue saw requeued."""
+        self._probe.add(sid)
+
+    def still_unsettled(self, sid: str) -> bool:
+        """For a finished state sacct has not confirmed: True while it should wait longer."""
+        now = self.clock()
+        count, since = self._unsettled.get(sid, (0, now))
+        self._unsettled[sid] = (count + 1, since)
+        return count + 1 < UNSETTLED_TICKS or now - since < UNSETTLED_SECONDS
+
+    def settled(self, sid: str) -> None:
+        """The state of ``sid`` is acted on: stop counting it as unsettled."""
+        self._unsettled.pop(sid, None)
+
+    def ask_if_needed(self, sid: str, snap: SlurmSnapshot | None, *, listed: bool) -> None:
+        """Ask sacct about ``sid`` when squeue cannot settle it: a probe, a finished state sacct
+        has not confirmed, or a job squeue no longer lists."""
+        forgotten = not listed and not (snap and snap.settled)
+        if sid in self._probe or (snap and snap.terminal and not snap.settled) or forgotten:
+            self._asked.add(sid)
+
+    def send(self) -> list[str]:
+        """Start the background call for the ids this tick asks about (sorted, returned).
+
+        At most one call runs at a time; a tick that finds one running leaves its ids for the
+        next tick to ask again.
+        """
+        if self._asked:
+            ids = sorted(self._asked)
+            if self._task is None or self._task.done():
+                probes = {sid for sid in ids if sid in self._probe}
+                self._probe -= probes
+                self._task = asyncio.get_running_loop().create_task(self._call(ids, probes))
+            return ids
+        if self._task is None or self._task.done():
+            # Nothing is asked of sacct any more (the jobs it failed about are listed again or
+            # ended): its last failure says nothing about these rows, and a screen showing it
+            # would show it forever.
+            self._error = ""
+        return []
+
+    def keep_only(self, active: Iterable[str]) -> None:
+        """Forget every id but ``active`` (bounded by the active jobs, not every job that ran)."""
+        keep = set(active)
+        self._rows = {k: v for k, v in self._rows.items() if k in keep}
+        self._unsettled = {k: v for k, v in self._unsettled.items() if k in keep}
+
+    def rest(self) -> None:
+        """No active job is left: there is nothing sacct could be asked about."""
+        self._error = ""
+
+    @property
+    def holds_nothing(self) -> bool:
+        """True when no rows and no unsettled states are kept."""
+        return not self._rows and not self._unsettled
+
+    # ------------------------------------------------------------------ the call
+
+    async def _call(self, ids: list[str], probes: set[str]) -> bool:
+        try:
+            result = await self.conn.run(poll_command((), ids), timeout=self.timeout())
+        except (TaoError, ValueError) as exc:
+            self._error = f"sacct failed: {exc}"
+            self._probe |= probes  # ask again next time
+            return False
+        output = parse_poll_output(result.stdout)
+        self._error = output.error
+        news = False
+        for sid in ids:
+            rows = output.sacct_rows.get(sid)
+            if rows is not None and rows != self._rows.get(sid):
+                self._rows[sid] = rows
+                news = True
+        self._probed |= probes
+        return news or bool(probes)
+
+    @property
+    def warning(self) -> str:
+        """What the last call could not read (it failed, or answered lines that are no job
+        rows), as a phrase; '' when it was complete or none ran."""
+        return self._error
+
+    async def wait(self) -> bool:
+        """Wait for the background call, if one is running.
+
+        Returns:
+            True when it brought rows the next tick should use (so the caller may tick again
+            at once instead of after the poll interval).
+        """
+        task = self._task
+        if task is None:
+            return False
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if self._task is task and task.done():
+                self._task = None
