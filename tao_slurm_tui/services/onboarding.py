@@ -42,6 +42,7 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import home_path
 from tao_slurm_tui.core.spec import load_spec
 from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import (
     ConnectError,
     Connection,
@@ -49,7 +50,6 @@ from tao_slurm_tui.remote.connection import (
     KeyPermissionError,
     RemoteError,
     check_key_permissions,
-    fetch_profile_host_key,
     host_key_target,
 )
 from tao_slurm_tui.remote.hostkeys import keys_for_host, read_known_hosts
@@ -212,7 +212,9 @@ def check_ssh_key(profile: Profile, environ: Mapping[str, str] | None = None) ->
     return result("ssh_key", CheckStatus.PASS, f"{key} ({algorithm}, mode 0600 or stricter)")
 
 
-async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
+async def check_host_keys(
+    profile: Profile, *, access: ClusterAccess = SSH
+) -> tuple[CheckResult, list[str]]:
     """Each login host's key is in known_hosts.
 
     Only hosts without an entry are contacted, to show the key's fingerprint for trusting it
@@ -239,7 +241,7 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
             known.append(host)
             continue
         try:
-            unknown.append((host, await fetch_profile_host_key(profile, host)))
+            unknown.append((host, await access.host_key(profile, host)))
         except ConnectError as exc:
             reason = exc.failures[0][1] if exc.failures else str(exc)
             unreachable.append((host, reason))
@@ -365,6 +367,7 @@ async def run_doctor(
     connection: Connection | None = None,
     on_result: ResultCallback | None = None,
     environ: Mapping[str, str] | None = None,
+    access: ClusterAccess = SSH,
 ) -> DoctorReport:
     """Run every check in order.
 
@@ -378,6 +381,7 @@ async def run_doctor(
             host and closed afterwards.
         on_result: called with each result as soon as it is known.
         environ: environment (for ``SSH_AUTH_SOCK``); default ``os.environ``.
+        access: how the login hosts are reached (default: SSH).
 
     Raises:
         BadInput: the spec cannot be read.
@@ -399,7 +403,7 @@ async def run_doctor(
             emit(skipped(check, "the profile is incomplete"))
         return report
 
-    host_result, known = await check_host_keys(profile)
+    host_result, known = await check_host_keys(profile, access=access)
     emit(host_result)
 
     checks: list[LoginCheck] = []
@@ -418,7 +422,7 @@ async def run_doctor(
                 continue
             if host not in known:
                 continue
-            login, conn = await open_key_login(profile, host)
+            login, conn = await open_key_login(profile, host, access=access)
             checks.append(login)
             if conn is not None:
                 opened.append(conn)
