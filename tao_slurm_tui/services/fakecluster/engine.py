@@ -324,7 +324,7 @@ def _maybe_start(state: State, job: Job, at: float) -> None:
     train = job.get("train")
     if train:
         train["t0"] = job["start"]
-        _write_status(state, job, {"status": "STARTED", "message": "Starting training."}, at)
+        _write_status(state, job, {"status": "STARTED"}, at)
         _append_log(state, job, [f"[attempt {train.get('attempt', 0) + 1}] Starting training"])
 
 

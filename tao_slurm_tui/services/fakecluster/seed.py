@@ -382,7 +382,7 @@ def _status_lines(seeded: Seeded, at: float) -> list[dict[str, Any]]:
 
     if seeded.train is not None:
         written, most, every = seeded.train
-        return [line("STARTED", message="Starting training.")] + [
+        return [line("STARTED")] + [
             line("RUNNING", epoch=e, max_epoch=most, eta=_eta((most - e) * every),
                  kpi={"loss": round(1.0 / (1 + e * 0.25), 4)})
             for e in range(1, written + 1)
@@ -468,10 +468,15 @@ def authorize(world: World, public_key: str) -> None:
 
 
 def setup_workstation(
-    world: World, profile: Profile, *, trusted: tuple[str, ...] = HOSTS, authorized: bool = True
+    world: World,
+    profile: Profile,
+    *,
+    trusted: tuple[str, ...] = HOSTS[:1],
+    authorized: bool = True,
 ) -> None:
     """The workstation side: a key pair at the profile's key path (made once, mode 0600), the
-    ``trusted`` login hosts in its known_hosts, the key authorized on the cluster."""
+    ``trusted`` login hosts in its known_hosts (the first one: the second is left for the
+    set-up screen to trust), the key authorized on the cluster."""
     import asyncssh
 
     from tao_slurm_tui.remote.hostkeys import trust_host_key
@@ -483,7 +488,23 @@ def setup_workstation(
         private.write_private_key(str(key))
         private.write_public_key(str(key) + ".pub")
         key.chmod(0o600)
+    known = profile.known_hosts_path
+    text = known.read_text(encoding="utf-8") if known.exists() else ""
     for host in trusted:
-        trust_host_key(profile.known_hosts_path, host, profile.port, HOST_KEYS[host])
+        if HOST_KEYS[host].split()[1] not in text:
+            trust_host_key(known, host, profile.port, HOST_KEYS[host])
     if authorized:
         authorize(world, Path(str(key) + ".pub").read_text(encoding="utf-8"))
+
+
+def add_job(
+    world: World, store: JobStore, profile_name: str, seeded: Seeded, created: float
+) -> JobRecord:
+    """A job submitted meanwhile (from another terminal): on the cluster and in the store."""
+    at = world.now()
+    with world.edit() as state:
+        for number, run in enumerate(seeded.runs):
+            job = _cluster_job(state, seeded, number, run, at)
+            state["jobs"][job["id"]] = job
+    _write_files(world, [seeded], at)
+    return store.create_job(_record(seeded, profile_name, created, at, at))

@@ -786,7 +786,8 @@ def srun(state: State, argv: list[str]) -> int:
     if "--version" in argv:
         print(f"slurm {state['version']}")
         return 0
-    command = [a for a in argv if not a.startswith("-")]
+    first = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))
+    command = argv[first:]
     idle = next((n["name"] for n in state["nodes"] if n["state"] in ("IDLE", "MIXED")), "")
     world = engine.world_dir()
     env = dict(os.environ, TAO_FAKE_NODE=idle, SLURM_CONF=f"{state['root']}/etc/slurm/slurm.conf")
