@@ -134,3 +134,24 @@ def _empty_home(
 def polls(world: World) -> int:
     """Queue polls the cluster answered so far (``squeue -u <me> -t all`` commands)."""
     return sum("squeue -h -r -t all" in command for command in world.commands)
+
+
+def history_pages(world: World) -> int:
+    """History pages the cluster was asked for (one ``sacct`` pipeline each)."""
+    return sum("page count=" in command for command in world.commands)
+
+
+def capacity_refreshes(world: World) -> int:
+    """Capacity refreshes the cluster answered (one command each)."""
+    return sum("@@tao-cap:" in command for command in world.commands)
+
+
+def estimates(world: World) -> int:
+    """Start estimates the cluster was asked for (one ``sbatch --test-only`` command each)."""
+    return sum("tao-test-only." in command for command in world.commands)
+
+
+def credentials_installed(world: World) -> bool:
+    """The account's enroot credentials file exists on the cluster (and is not empty)."""
+    path = world.local(f"{world.home}/.config/enroot/.credentials")
+    return path.exists() and path.stat().st_size > 0

@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Static
 
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
 from tests.tui.conftest import build_app
 from tests.tui.waits import settle, shown, wait_for
 
@@ -58,7 +58,7 @@ def _shown_text(screen: QueueScreen) -> str:
     ids=["squeue-failed", "sacct-garbage", "sacct-failed"],
 )
 async def test_a_partial_poll_shows_one_notice_line_until_a_poll_is_complete(
-    fake: FakeBackend, size: tuple[int, int], hook: str, warning: str, words: str
+    fake: ClusterBackend, size: tuple[int, int], hook: str, warning: str, words: str
 ) -> None:
     app = build_app(fake)
     async with app.run_test(size=size) as pilot:
@@ -90,7 +90,7 @@ async def test_a_partial_poll_shows_one_notice_line_until_a_poll_is_complete(
 
 
 async def test_the_notice_says_when_the_next_poll_is_and_keeps_the_whole_sentence(
-    fake: FakeBackend,
+    fake: ClusterBackend,
 ) -> None:
     fake.followup_warning = SACCT_GARBAGE
     app = build_app(fake)
@@ -105,7 +105,7 @@ async def test_the_notice_says_when_the_next_poll_is_and_keeps_the_whole_sentenc
 
 
 async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
-    fake: FakeBackend,
+    fake: ClusterBackend,
 ) -> None:
     """The cluster unreachable: the error toast (as before); the notice of the last answer
     stays (it is still what is known about the rows)."""

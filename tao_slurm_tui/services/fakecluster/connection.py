@@ -130,6 +130,10 @@ class LocalProcess:
     def close(self) -> None:
         self._closed = True
         self.send_signal("KILL")
+        # Close the pipes now, while the loop runs (a test's loop may close right after).
+        transport = getattr(self._process, "_transport", None)
+        if transport is not None:
+            transport.close()
 
     async def wait_closed(self) -> None:
         await self._process.wait()
@@ -164,6 +168,9 @@ class LocalLink:
         if not shell:
             command = unwrap(command)
             self.world.commands.append(command)
+            for pattern, event in list(self.world.holds):
+                if pattern in command:
+                    await event.wait()
         env = self.world.env()
         process = await asyncio.create_subprocess_exec(
             "/bin/sh",

@@ -142,7 +142,9 @@ class Demo:
         return ClusterBackend(
             self.config,
             profile_name,
-            store=self.store,
+            # Its own connection to the one file: closing a back end (a profile switch)
+            # closes its store, as the real one's.
+            store=JobStore(self.directory / "state.db"),
             allow_new=allow_new,
             access=FakeCluster(world),
             clock=clock,

@@ -500,7 +500,11 @@ def sbatch(state: State, argv: list[str]) -> int:
         * nodes
     )
     if "--test-only" in switches:
-        free = [n for n in fitting if engine.gpus_free(state, n) >= gpus]
+        free = [
+            n
+            for n in fitting
+            if n["state"] in ("IDLE", "MIXED") and engine.gpus_free(state, n) >= gpus
+        ]
         wait = 0.0
         if len(free) < nodes:
             base = float(state.get("wait", {}).get(part["name"], 3600))

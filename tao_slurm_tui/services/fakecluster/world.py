@@ -10,6 +10,7 @@ tool fail the way SLURM does, :attr:`World.link` takes the login hosts off the n
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -61,6 +62,8 @@ class World:
         """Seconds every command waits before it runs (a slow network, for tests)."""
         self.on_dial: list[object] = []
         """Live fake SSH connections (to drop them, see :meth:`drop`)."""
+        self.holds: list[tuple[str, asyncio.Event]] = []
+        """Commands containing a pattern wait for its event (see :meth:`hold`)."""
         if not (self.path / engine.STATE_FILE).exists():
             self._create()
 
@@ -208,6 +211,13 @@ class World:
             state.update(settings)
 
     # ------------------------------------------------------------------ the network
+
+    def hold(self, pattern: str) -> asyncio.Event:
+        """Make every command containing ``pattern`` wait until the returned event is set (a
+        slow cluster: the answer comes when the test says so)."""
+        event = asyncio.Event()
+        self.holds.append((pattern, event))
+        return event
 
     def drop(self) -> None:
         """Drop every open SSH connection to this cluster (as a network blip would)."""
