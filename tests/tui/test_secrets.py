@@ -15,7 +15,7 @@ from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.secret_input import MASK, SecretInput
-from tests.tui.conftest import credentials_installed, SIZE, build_app
+from tests.tui.conftest import SIZE, build_app, credentials_installed
 from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 SENTINEL = "SENTINEL-ngc-4f9a7c"

@@ -299,7 +299,7 @@ def sacct(state: State, argv: list[str]) -> int:
         print(DOWN["sacct"], file=sys.stderr)
         return 1
     if engine.switch(state, "sacct-garbage"):
-        print("<html><body>502 Bad Gateway</body></html>")
+        print("Welcome to \x1b[1mpolar\x1b[0m, the GPU cluster of the lab")
         return 0
     at = engine.now(state)
     allocations, header, sep = False, True, "|"
