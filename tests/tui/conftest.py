@@ -14,19 +14,11 @@ The world API other tests set up with (see ``tao_slurm_tui.services.fakecluster`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-)
 
 from tao_slurm_tui.app import TaoSlurmApp, make_app
 from tao_slurm_tui.config import Settings
@@ -34,6 +26,7 @@ from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster.demo import Demo
 from tao_slurm_tui.services.fakecluster.seed import FROZEN_TIME, PROFILE_NAME
 from tao_slurm_tui.services.fakecluster.world import World
+from tests.tui.snapshot_home import snapshot_home
 
 SIZE = (120, 36)
 """Terminal size of every snapshot."""
@@ -88,35 +81,6 @@ def app(fake: ClusterBackend) -> TaoSlurmApp:
     return build_app(fake)
 
 
-SNAPSHOT_HOME = Path("/tmp/tao-slurm-tui-snapshots")
-"""The snapshots' HOME: the doctor names the SSH key and known_hosts by their full path, so it
-must be the same on every machine and run. Every snapshot writes the same key there."""
-
-_SNAPSHOT_KEY_SEED = b"tao-slurm-tui snapshot-only key!"
-
-
-def _snapshot_home() -> Path:
-    """:data:`SNAPSHOT_HOME` with its (fixed) key pair; safe against parallel runs: the files
-    are replaced whole, and only when they do not hold that key."""
-    key = SNAPSHOT_HOME / ".ssh" / "id_ed25519"
-    private = asyncssh.import_private_key(
-        Ed25519PrivateKey.from_private_bytes(_SNAPSHOT_KEY_SEED).private_bytes(
-            Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()
-        )
-    )
-    public = private.export_public_key("openssh")
-    pub = key.with_suffix(".pub")
-    if not pub.exists() or pub.read_bytes() != public or key.stat().st_mode & 0o077:
-        key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = key.with_name(f".{os.getpid()}.tmp")
-        private.write_private_key(str(tmp))
-        tmp.chmod(0o600)
-        tmp.replace(key)
-        tmp.write_bytes(public)
-        tmp.replace(pub)
-    return SNAPSHOT_HOME
-
-
 @pytest.fixture(autouse=True)
 def _empty_home(
     request: pytest.FixtureRequest,
@@ -124,9 +88,9 @@ def _empty_home(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A home without ~/.ssh/config: the set-up screen's Host choices must not depend on the
-    machine the snapshots are taken on. A snapshot's home is :data:`SNAPSHOT_HOME`."""
+    machine the snapshots are taken on. A snapshot's home is fixed (``snapshot_home``)."""
     if "snap_compare" in request.fixturenames:
-        monkeypatch.setenv("HOME", str(_snapshot_home()))
+        monkeypatch.setenv("HOME", str(snapshot_home()))
     else:
         monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
 

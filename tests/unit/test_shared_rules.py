@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ from tao_slurm_tui.core.partitions import HOUR
 from tao_slurm_tui.core.render import render_sbatch
 from tao_slurm_tui.core.slurm import explain_reason
 from tao_slurm_tui.core.spec import spec_errors, spec_errors_for_profile, validate_spec
-from tao_slurm_tui.services.fake import FAKE_LIMITS, FakeBackend, fake_profile
+from tao_slurm_tui.services.fakecluster.demo import Demo
+from tao_slurm_tui.services.fakecluster.seed import demo_profile as fake_profile
 from tao_slurm_tui.widgets.job_table import reason_in_words
 
 GOOD: dict[str, Any] = {
@@ -68,14 +70,21 @@ def test_a_bad_number_is_reported_once_without_a_wall_time_message() -> None:
         {**GOOD, "partition": "gpu-long", "time_hours": 40, "timeout_hours": 39},
     ],
 )
-def test_the_fake_uses_the_real_rules_and_the_real_script(data: dict[str, Any]) -> None:
-    fake = FakeBackend()
-    assert fake.validate_spec(dict(data)) == spec_errors_for_profile(
-        data, fake.profile, FAKE_LIMITS
-    )
-    if not fake.validate_spec(dict(data)):
-        expected = render_sbatch(validate_spec(data), fake.profile, partition_limits=FAKE_LIMITS)
-        assert fake.render(dict(data)) == expected
+async def test_the_demo_uses_the_rules_with_the_fake_clusters_limits(
+    data: dict[str, Any], tmp_path: Path
+) -> None:
+    demo = Demo(tmp_path / "demo", workstation=False)
+    fake = demo.backend()
+    try:
+        limits = await fake.partition_limits()  # scontrol show partition on the fake cluster
+        assert limits == {"polar": 4 * HOUR, "polar3": 4 * HOUR, "gpu-long": 48 * HOUR}
+        assert fake.validate_spec(dict(data)) == spec_errors_for_profile(data, fake.profile, limits)
+        if not fake.validate_spec(dict(data)):
+            expected = render_sbatch(validate_spec(data), fake.profile, partition_limits=limits)
+            assert fake.render(dict(data)) == expected
+    finally:
+        await fake.close()
+        demo.close()
 
 
 @pytest.mark.parametrize(
