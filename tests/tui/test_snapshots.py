@@ -184,7 +184,7 @@ def test_onboarding_with_failing_checks(
 def test_trust_host_modal(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _onboarding(pilot)
-        screen.trust("login1.example.org")
+        screen.trust("login2.example.org")  # the login host not trusted yet
         await shown(pilot, TrustHostModal)
         await pilot.pause()
 
@@ -235,10 +235,10 @@ async def _history(pilot: Pilot[Any]) -> HistoryScreen:
     screen = await shown(pilot, HistoryScreen)
     await wait_for(pilot, lambda: screen.page is not None, "the first page")
     await settle(pilot)
-    # Row 14 (below the 13 TAO jobs, pending ones too): a completed foreign job that used a
+    # Row 17 (below the 13 TAO jobs, pending ones too): a completed foreign job that used a
     # small share of its limit (the hint).
-    await pilot.press(*["down"] * 14)
-    await wait_for(pilot, lambda: screen.table.cursor_row == 14, "the cursor on row 14")
+    await pilot.press(*["down"] * 17)
+    await wait_for(pilot, lambda: screen.table.cursor_row == 17, "the cursor on row 17")
     await settle(pilot)
     return screen
 
