@@ -14,6 +14,7 @@ from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster import seed
 from tao_slurm_tui.services.fakecluster.seed import FROZEN_TIME
 from tao_slurm_tui.services.fakecluster.world import World
+from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import SIZE, build_app, polls
 from tests.tui.waits import record_notifications, settle, shown, wait_for
@@ -273,3 +274,30 @@ async def test_a_changed_row_is_drawn_again_with_its_new_cells(
         new_progress = table.get_row("dino-train-1")[-1].plain
         assert new_progress != progress and new_progress in after["dino-train-1"]
         assert {k for k in ids if before[k] != after[k]} == {"dino-train-1"}
+
+
+async def test_the_header_follows_the_connection_as_the_network_goes_and_comes_back(
+    fake: ClusterBackend, world: World
+) -> None:
+    """The states come from the real Connection through its listeners: a drop is heard as
+    'reconnecting', a network that stays away ends 'down', the next poll connects again."""
+    app = build_app(fake)
+    seen: list[str] = []
+    fake.add_listener(seen.append)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _queue(pilot)
+
+        def header() -> str:
+            return app.screen.query_one(AppHeader).render().plain
+
+        assert "● connected" in header()
+        world.link = "down"
+        world.drop()
+        await wait_for(pilot, lambda: fake.connection_state == "down", "the reconnects given up")
+        assert "reconnecting" in seen and seen[-1] == "down"
+        await wait_for(pilot, lambda: "○ down" in header(), "the header saying down")
+        world.link = "up"
+        await screen.poll(manual=True).wait()
+        await wait_for(pilot, lambda: fake.connection_state == "connected", "connected again")
+        await wait_for(pilot, lambda: "● connected" in header(), "the header saying so")
+        assert seen[-1] == "connected"
