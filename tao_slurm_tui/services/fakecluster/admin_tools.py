@@ -8,7 +8,7 @@ import sys
 
 from tao_slurm_tui.services.fakecluster import engine
 from tao_slurm_tui.services.fakecluster.engine import Job, State
-from tao_slurm_tui.services.fakecluster.queue_tools import DOWN, flags, known_jobs
+from tao_slurm_tui.services.fakecluster.queue_tools import flags, known_jobs
 
 # ----------------------------------------------------------------------------------- scontrol
 
@@ -75,12 +75,6 @@ def _job_line(state: State, job: Job, at: float) -> str:
 def scontrol(state: State, argv: list[str]) -> int:
     """``scontrol show node|partition|job|config``, ``release``, ``update JobId= Dependency=``."""
     words = [a for a in argv if a not in ("-o", "--oneliner")]
-    if words[:1] == ["--version"]:
-        print(f"slurm {state['version']}")
-        return 0
-    if engine.switch(state, "scontrol"):
-        print(DOWN["scontrol"], file=sys.stderr)
-        return 1
     at = engine.now(state)
     if words[:2] == ["show", "node"]:
         for node in state["nodes"]:
@@ -127,9 +121,6 @@ def scontrol(state: State, argv: list[str]) -> int:
 
 def sinfo(state: State, argv: list[str]) -> int:
     """``sinfo -h -o '%P|%l'`` and ``sinfo -h -p P -o %n``."""
-    if "--version" in argv:
-        print(f"slurm {state['version']}")
-        return 0
     fmt, only = "%P %l", ""
     for flag, value in flags(argv, {"-o", "-p", "--format", "--partition"}):
         if flag in ("-o", "--format"):
@@ -154,12 +145,6 @@ def sinfo(state: State, argv: list[str]) -> int:
 
 def sacctmgr(state: State, argv: list[str]) -> int:
     """``sacctmgr -nP show qos|assoc|user ... format=...`` (as our capacity and doctor ask)."""
-    if "--version" in argv:
-        print(f"slurm {state['version']}")
-        return 0
-    if engine.switch(state, "sacctmgr"):
-        print(DOWN["sacctmgr"], file=sys.stderr)
-        return 1
     words = [a for a in argv if not a.startswith("-")]
     where: dict[str, set[str]] = {}
     fmt: list[str] = []
@@ -204,9 +189,6 @@ def srun(state: State, argv: list[str]) -> int:
         print("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]")
         if state.get("pyxis", True):
             print("      --container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH")
-        return 0
-    if "--version" in argv:
-        print(f"slurm {state['version']}")
         return 0
     first = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))
     command = argv[first:]

@@ -30,6 +30,18 @@ DOWN = {
 }
 
 
+def preamble(state: State, tool: str, argv: list[str]) -> int | None:
+    """What every SLURM tool answers before looking at its job: ``--version``, and the failure
+    of a daemon a test switched off (None: go on)."""
+    if "--version" in argv:
+        print(f"slurm {state['version']}")
+        return 0
+    if tool in DOWN and engine.switch(state, tool) == "fail":
+        print(DOWN[tool], file=sys.stderr)
+        return 1
+    return None
+
+
 class Usage(Exception):
     """A flag the tool does not know: print SLURM's complaint, exit 1."""
 
@@ -136,12 +148,6 @@ def _percent(state: State, job: Job, fmt: str, at: float) -> str:
 
 def squeue(state: State, argv: list[str]) -> int:
     """``squeue``: the controller's jobs, filtered; ``-O``/``-o`` formats."""
-    if "--version" in argv:
-        print(f"slurm {state['version']}")
-        return 0
-    if engine.switch(state, "squeue"):
-        print(DOWN["squeue"], file=sys.stderr)
-        return 1
     at = engine.now(state)
     states: set[str] = {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"}
     users: set[str] = set()
@@ -284,12 +290,6 @@ def _sacct_value(job: Job, key: str, at: float, step: str) -> str:
 
 def sacct(state: State, argv: list[str]) -> int:
     """``sacct``: accounting rows of the controller's and the history's jobs."""
-    if "--version" in argv:
-        print(f"slurm {state['version']}")
-        return 0
-    if engine.switch(state, "sacct"):
-        print(DOWN["sacct"], file=sys.stderr)
-        return 1
     if engine.switch(state, "sacct-garbage"):
         print("Welcome to \x1b[1mpolar\x1b[0m, the GPU cluster of the lab")
         return 0

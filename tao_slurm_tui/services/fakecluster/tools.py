@@ -27,7 +27,7 @@ from tao_slurm_tui.services.fakecluster.admin_tools import (
 )
 from tao_slurm_tui.services.fakecluster.batch_tools import sbatch, scancel
 from tao_slurm_tui.services.fakecluster.engine import State
-from tao_slurm_tui.services.fakecluster.queue_tools import Usage, sacct, squeue
+from tao_slurm_tui.services.fakecluster.queue_tools import Usage, preamble, sacct, squeue
 
 TOOLS: dict[str, Callable[[State, list[str]], int]] = {
     "squeue": squeue,
@@ -44,6 +44,9 @@ TOOLS: dict[str, Callable[[State, list[str]], int]] = {
 }
 """Every tool the world puts on ``PATH``, by name."""
 
+SLURM = {"squeue", "sacct", "sbatch", "scancel", "scontrol", "sinfo", "sacctmgr", "srun"}
+"""The tools that are SLURM's (``--version``, a daemon that can be down)."""
+
 READ_ONLY = {"sinfo", "id", "hostname", "enroot", "sacctmgr"}
 
 
@@ -55,7 +58,11 @@ def main(name: str) -> None:
         with engine.locked(engine.world_dir(), write=name not in READ_ONLY) as state:
             if name not in READ_ONLY:
                 engine.catch_up(state)
-            rc = 0 if runs_command else TOOLS[name](state, argv)
+            answered = preamble(state, name, argv) if name in SLURM else None
+            if answered is not None:
+                rc, runs_command = answered, False
+            else:
+                rc = 0 if runs_command else TOOLS[name](state, argv)
     except Usage as exc:
         print(str(exc), file=sys.stderr)
         sys.exit(1)
