@@ -60,7 +60,7 @@ async def test_status_words_are_never_cut_at_160_columns(
         for _ in range(20):  # squeue says COMPLETED at once; sacct agrees a poll later
             if (await fake.job_detail("dino-train-1")).status is not TaoStatus.RUNNING:
                 break
-            await screen.poll().wait()
+            screen.poll()  # not .wait(): a poll the follow-up armed may take its place
             await settle(pilot)
         await settle(pilot)
         cells = screen.table.get_row("dino-train-1")
