@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from tao_slurm_tui.services.fakecluster import engine
@@ -23,6 +26,8 @@ STATES = (
     ("COMPLETED", "0:0"), ("OUT_OF_MEMORY", "0:125"),
 )  # fmt: skip
 WORK_DIR = "/lustre/fsw/users/researcher/work"
+VERSION = "1"
+"""Bumped whenever :func:`output_text` or the jobs change (the shared outputs are rebuilt)."""
 FAILED = ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY")
 
 
@@ -81,14 +86,40 @@ def output_text(job: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(world: World, jobs: list[dict[str, Any]]) -> None:
-    """The history for ``sacct`` and each job's ``slurm-<id>.out``."""
+def write_outputs(world: World, jobs: list[dict[str, Any]], *, shared: bool = False) -> None:
+    """The history for ``sacct`` and each job's ``slurm-<id>.out``.
+
+    With ``shared`` the outputs (the same for any clock: a job's text depends on its number
+    only, and nothing writes there) are one read-only folder per user and history size, made
+    once and linked into the world: a thousand files less to write for each test's world.
+    """
     with open(world.path / engine.HISTORY_FILE, "w", encoding="utf-8") as handle:
         json.dump(jobs, handle, separators=(",", ":"))
     folder = world.local(WORK_DIR)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    if shared:
+        folder.symlink_to(_shared_outputs(jobs))
+        return
+    _write(folder, jobs)
+
+
+def _write(folder: Path, jobs: list[dict[str, Any]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for job in jobs:
         name = job["array_id"] or job["id"]
-        path = os.path.join(folder, f"slurm-{name}.out")
-        with open(path, "w", encoding="utf-8") as handle:
+        with open(folder / f"slurm-{name}.out", "w", encoding="utf-8") as handle:
             handle.write(output_text(job))
+
+
+def _shared_outputs(jobs: list[dict[str, Any]]) -> Path:
+    """The shared folder of :func:`write_outputs` (built aside, then renamed into place, so a
+    parallel test never sees it half written)."""
+    target = Path(tempfile.gettempdir()) / f"tao-fake-history-{VERSION}-{os.getuid()}-{len(jobs)}"
+    if not target.is_dir():
+        building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+        _write(building, jobs)
+        try:
+            building.rename(target)
+        except OSError:  # another process was quicker: its folder holds the same files
+            shutil.rmtree(building, ignore_errors=True)
+    return target

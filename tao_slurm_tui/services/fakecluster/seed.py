@@ -288,7 +288,8 @@ def seed_world(world: World, now: float | None = FROZEN_TIME, *, pipeline: bool 
                 job = _cluster_job(state, seeded, number, run, at)
                 state["jobs"][job["id"]] = job
     _write_files(world, jobs, at)
-    write_outputs(world, history_jobs(at, history))
+    # A frozen clock (tests, snapshots) shares the outputs; a demo keeps its own.
+    write_outputs(world, history_jobs(at, history), shared=now is not None)
     world.freeze(now)
 
 
