@@ -101,7 +101,7 @@ async def help_screen(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
 async def history(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("h")
     await _settle(app, pilot)
-    await pilot.press(*["down"] * 17)  # below our 13 jobs: a foreign one with a hint
+    await pilot.press(*["down"] * 16)  # below our 12 jobs: a foreign one with a hint
 
 
 async def history_output(app: TaoSlurmApp, pilot: Pilot[None]) -> None:

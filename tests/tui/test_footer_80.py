@@ -41,7 +41,7 @@ SCREENS: dict[str, tuple[tuple[str, ...], type[Screen[Any]]]] = {
     "capacity": (("p",), CapacityScreen),
     "clusters": (("a",), OverviewScreen),
     "history": (("h",), HistoryScreen),
-    "history-output": (("h", *["down"] * 14, "l"), JobOutputScreen),  # below our 13 jobs
+    "history-output": (("h", *["down"] * 14, "l"), JobOutputScreen),  # below our 12 jobs
     "help": (("question_mark",), HelpScreen),
     "onboarding": (("d",), OnboardingScreen),
 }

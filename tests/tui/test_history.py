@@ -44,13 +44,13 @@ async def test_pages_older_and_newer_one_call_each(fake: ClusterBackend, world: 
         first = _ids(screen)
         assert len(first) == 200 and screen.table.row_count == 200
         assert screen.page is not None and screen.page.summary is not None
-        assert "last 7 days: 521 jobs" in str(screen.summary.render())
+        assert "last 7 days: 520 jobs" in str(screen.summary.render())
         assert history_pages(world) == 1
         await pilot.press("right_square_bracket")
         await wait_for(pilot, lambda: history_pages(world) == 2 and not screen.fetching, "page 2")
         second = _ids(screen)
         assert int(second[0]) < int(first[-1])  # older, no overlap
-        assert "page 2 · jobs 201-400 of 521" in str(screen.table.border_subtitle)
+        assert "page 2 · jobs 201-400 of 520" in str(screen.table.border_subtitle)
         await pilot.press("left_square_bracket")
         await wait_for(pilot, lambda: history_pages(world) == 3 and not screen.fetching, "page 1")
         assert _ids(screen) == first
@@ -86,11 +86,11 @@ async def test_l_opens_logs_of_ours_and_output_of_foreign_jobs(fake: ClusterBack
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _history(pilot)
-        # The newest rows are the seeded TAO jobs (pending ones too, as sacct lists them):
-        # linked, so l opens their TAO logs.
+        # The newest rows are the seeded TAO jobs (the pending ones SLURM found eligible
+        # too, as sacct lists them): linked, so l opens their TAO logs.
         await pilot.press("l")
         logs: LogsScreen = await shown(pilot, LogsScreen)
-        assert logs.job_id == "dep-waiter"
+        assert logs.job_id == "classify-long"
         await pilot.press("escape")
         await shown(pilot, HistoryScreen)
         rows = list(screen.entries.values())

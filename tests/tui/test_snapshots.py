@@ -235,10 +235,10 @@ async def _history(pilot: Pilot[Any]) -> HistoryScreen:
     screen = await shown(pilot, HistoryScreen)
     await wait_for(pilot, lambda: screen.page is not None, "the first page")
     await settle(pilot)
-    # Row 17 (below the 13 TAO jobs, pending ones too): a completed foreign job that used a
-    # small share of its limit (the hint).
-    await pilot.press(*["down"] * 17)
-    await wait_for(pilot, lambda: screen.table.cursor_row == 17, "the cursor on row 17")
+    # Row 16 (below the 12 TAO jobs sacct lists: pending ones too, once eligible): a completed
+    # foreign job that used a small share of its limit (the hint).
+    await pilot.press(*["down"] * 16)
+    await wait_for(pilot, lambda: screen.table.cursor_row == 16, "the cursor on row 16")
     await settle(pilot)
     return screen
 

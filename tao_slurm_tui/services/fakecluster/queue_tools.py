@@ -274,7 +274,8 @@ def _sacct_value(job: Job, key: str, at: float, step: str) -> str:
         "timelimitraw": "" if step else int((job["time_limit"] or 0) // 60),
         "partition": "" if step else job["partition"],
         "submit": engine.stamp(job["submit"]),
-        "start": engine.stamp(job["start"]),
+        # A job cancelled before it ran: SLURM records its start as the cancel.
+        "start": engine.stamp(job["start"] if job["start"] is not None else job["end"]),
         "end": engine.stamp(job["end"]),
         "alloccpus": 0 if pending else job["cpus"],
         "alloctres": _tres(job),
@@ -359,6 +360,8 @@ def sacct(state: State, argv: list[str]) -> int:
         ended_before = job["end"] is not None and since is not None and job["end"] < since
         if since is not None and not ids and (float(job["submit"]) > until or ended_before):
             continue
+        if not ids and job["start"] is None and job.get("eligible", 0) is None:
+            continue  # never eligible (held, waiting on a dependency): only -j finds it
         print(sep.join(_sacct_value(job, k, at, "") for k in keys))
         if not allocations and job["start"] is not None:
             print(sep.join(_sacct_value(job, k, at, ".batch") for k in keys))
