@@ -374,7 +374,9 @@ class Monitor:
         )
         if not decision.retry:
             job.status = TaoStatus.ERROR
-            job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
+            # A container-runtime cause says it in its own words; others quote their line.
+            quote = decision.line and not decision.field
+            job.message = decision.reason + (f" ({decision.line})" if quote else "")
             return
         if self.resubmit is None:
             job.status = TaoStatus.ERROR
