@@ -37,6 +37,7 @@ from tao_slurm_tui.core.spec import (
     default_spec,
     resolve,
 )
+from tao_slurm_tui.core.spec.cluster_rules import fit_defaults
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
@@ -49,7 +50,7 @@ from tao_slurm_tui.services.history import HistoryService
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
-from tao_slurm_tui.services.partitions import offline_limits
+from tao_slurm_tui.services.partitions import Facts, offline_facts, offline_limits
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
 
@@ -97,6 +98,10 @@ class ClusterBackend:
         self._poll_warning = ""
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
+        self._partitions: Facts | None = None
+        """The cluster's partitions with their node shapes (fetched, or the cache's)."""
+        self._paths: dict[str, bool] = {}
+        """Cluster paths :meth:`check_paths` found (True) or not (False)."""
         self.capacities = CapacityCache(
             lambda: fetch_capacity(self.conn, user=self._profile.user),
             clock=clock or time.monotonic,
@@ -176,7 +181,8 @@ class ClusterBackend:
             # dials the new ones; unchanged ones keep it.
             if self.conn.use_profile(self._profile):
                 # Another host or user may be another cluster: its own limits and capacity.
-                self._live_limits = None
+                self._live_limits = self._partitions = None
+                self._paths = {}
                 self.capacities.clear()
             for service in ("submitter", "monitor"):
                 if service in self.__dict__:
@@ -269,8 +275,10 @@ class ClusterBackend:
     # ------------------------------------------------------------------ composer
 
     def default_spec(self) -> dict[str, Any]:
-        """A new job with the profile's defaults."""
-        return default_spec(self._profile)
+        """A new job with the profile's defaults, fitted to the nodes of its partition when
+        the cluster told their size (never a default the cluster cannot satisfy)."""
+        self._limits()  # the cached partition facts, if any
+        return fit_defaults(default_spec(self._profile), self._profile, self._partitions)
 
     def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
         """Every rule on the draft, with the limits, capacity and (``names``) jobs known now."""
@@ -279,6 +287,8 @@ class ClusterBackend:
             jobs={job.id: job for job in self.store.list_jobs(self._name)} if names else {},
             profile_name=self._name,
             capacity=self.capacities.fresh(),
+            partitions=self._partitions,
+            paths=self._paths,
         )
         return resolve(draft, self._profile, context)
 
@@ -287,15 +297,24 @@ class ClusterBackend:
         # packaged one, read once (not on every keystroke of the composer).
         if self._live_limits is None:
             self._live_limits = dict(offline_limits(self._profile))
+            self._partitions = offline_facts(self._profile)
         return self._live_limits
 
     async def partition_limits(self) -> PartitionLimits:
-        """MaxTime (seconds) of the cluster's partitions; the cached or packaged list offline."""
+        """MaxTime (seconds) of the cluster's partitions and their node shapes; the cached or
+        packaged list offline."""
         try:
-            self._live_limits = dict(await self.submitter.partition_limits())
+            limits, facts = await self.submitter.partitions()
         except TaoError:
             return offline_limits(self._profile)
+        self._live_limits, self._partitions = dict(limits), facts
         return self._live_limits
+
+    async def check_paths(self, paths: list[str]) -> dict[str, bool]:
+        """Whether each cluster path exists (one round trip; remembered for :meth:`resolve`)."""
+        found = await self.submitter.check_paths(paths)
+        self._paths.update(found)
+        return found
 
     def render(self, job: ResolvedJob, *, entrypoint: bool = False) -> str:
         """The sbatch script (or the staged entrypoint) the job would submit (no network)."""

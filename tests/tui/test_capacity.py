@@ -165,7 +165,7 @@ async def _composer(pilot: Pilot[Any], **over: Any) -> ComposerScreen:
 async def test_composer_estimate_and_debounced_refresh(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _composer(pilot, num_gpus=8)
+        screen = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         backend = app.backend
         assert isinstance(backend, ClusterBackend)
         world = backend.access.world  # type: ignore[attr-defined]
@@ -201,7 +201,7 @@ async def test_composer_block_hint_on_first_open_shares_the_capacity_cache(
     app = make_app(backend, settings=Settings(poll_interval=3600), clock=frozen, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         assert capacity_refreshes(world) == 0
-        screen = await _composer(pilot, num_gpus=8)
+        screen = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         hint = "The largest free block is 4 GPUs (gpu-a01); 8 GPUs per node waits."
         await wait_for(pilot, lambda: hint in str(screen.estimate.render()), "the block hint")
         assert capacity_refreshes(world) == 1
@@ -221,7 +221,7 @@ async def test_composer_block_hint_on_first_open_shares_the_capacity_cache(
         await pilot.press("escape")
         await shown(pilot, QueueScreen)
         world.advance(CAPACITY_MAX_AGE + 1)  # the report is stale now
-        again = await _composer(pilot, num_gpus=8)
+        again = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         await wait_for(pilot, lambda: hint in str(again.estimate.render()), "the hint again")
         assert capacity_refreshes(world) == 3
 
@@ -285,7 +285,7 @@ def test_snapshot_overview_large_failure_highlighted(snap_compare: Any, tmp_path
 
 def test_snapshot_composer_estimate(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        screen = await _composer(pilot, num_gpus=8)
+        screen = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         field = screen.query_one("#f-name", Input)
         await wait_for(pilot, lambda: field.has_focus, "the focused name field")
 
