@@ -340,9 +340,11 @@ def start_estimate_of(
     estimates: list[Estimate], request: Request, capacity: CapacityReport | None
 ) -> StartEstimate:
     """Put SLURM's answers, the hints and (when the capacity is known) the free-block hint
-    together for the form's first partition."""
+    together for the form's first partition. A request SLURM refused gets no free-block
+    hint: "fits a free block now" under "cannot start" would contradict it."""
     block = ""
-    if capacity is not None:
+    refused = bool(estimates) and bool(estimates[0].error)
+    if capacity is not None and not refused:
         first = request.partition.split(",")[0].strip()
         part = capacity.partition(first)
         if part is not None:
