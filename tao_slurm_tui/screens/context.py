@@ -20,6 +20,19 @@ APP_BINDINGS: list[BindingType] = [
     Binding("a", "overview", "All clusters", show=False, id="app.overview"),
     Binding("h", "history", "History", id="app.history"),
     Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit"),
+    # Priority: Textual hands every key to the widget focused when the app reads it, while a
+    # plain Tab binding moves the focus only once the focused widget has processed the Tab --
+    # so keys typed right after Tab went to the field being left ("48" became "8"). Handled
+    # by the app first, the focus moves before the next key is handed on.
+    Binding("tab", "app.focus_next", "Next field", show=False, priority=True, id="app.next"),
+    Binding(
+        "shift+tab",
+        "app.focus_previous",
+        "Previous field",
+        show=False,
+        priority=True,
+        id="app.previous",
+    ),
 ]
 """The app's own bindings, active on every screen (the help's "Everywhere" table)."""
 
