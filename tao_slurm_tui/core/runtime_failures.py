@@ -53,9 +53,12 @@ class RuntimeCause:
 
 def _detail(family: str, line: str) -> str:
     if family == IMAGE_NOT_FOUND:
-        match = re.search(r"\(HTTP 404([^)]*)\)", line)
-        said = match.group(1).strip() if match else ""
-        return f" ({said})" if said else (f" ({line[:160]})" if "404" in line else "")
+        # The batch script's line: "<registry> has no <repository:tag> (HTTP 404 <its words>)".
+        match = re.search(r"(\S+ has no \S+) \(HTTP 404([^)]*)\)", line)
+        if match:
+            said = match.group(2).strip()
+            return f" ({match.group(1)}{'; ' + said if said else ''})"
+        return f" ({line[:160]})" if "404" in line else ""
     if family == MOUNT_MISSING:
         match = re.search(r"source path does not exist: (\S+)", line)
         return match.group(1) if match else "a mount source"
@@ -64,8 +67,7 @@ def _detail(family: str, line: str) -> str:
 
 _RUNTIME_WORDS = {
     IMAGE_NOT_FOUND: (
-        "The image was not found in the registry{detail}: fix Image (its name or tag), then "
-        "resubmit."
+        "Image not found in the registry{detail}: fix Image (its name or tag), then resubmit."
     ),
     MOUNT_MISSING: (
         "Pyxis could not mount {detail}: the source path does not exist on the node. Remove it "

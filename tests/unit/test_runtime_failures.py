@@ -24,7 +24,7 @@ HOOK_404 = (
     "image name or tag"
 )
 """What the batch script's tao_pull_check adds after such a failure (checked on the sandbox by
-tests/integration/test_refused_and_explained.py)."""
+tests/integration/test_pyxis.py)."""
 
 FALLBACK = (
     "[tao-slurm-tui] WARNING: the SQSH image /home/u/tao/sqsh/x_nosuchtag.sqsh is missing or "
@@ -43,8 +43,9 @@ def test_an_image_typo_says_not_found_in_the_registrys_words_and_names_image() -
     assert not decision.retry
     assert (decision.family, decision.field) == (IMAGE_NOT_FOUND, "image")
     assert decision.reason.startswith(
-        "The image was not found in the registry (MANIFEST_UNKNOWN: manifest unknown): fix "
-        "Image (its name or tag), then resubmit."
+        "Image not found in the registry (tao-registry.internal:5000 has no "
+        "nvidia/tao/tao-toolkit:nosuchtag; MANIFEST_UNKNOWN: manifest unknown): fix Image (its "
+        "name or tag), then resubmit."
     )
     # The SQSH conversion's fate: it failed first, and the job fell back to the registry.
     assert "Its SQSH conversion job failed too (no /home/u/tao/sqsh/x_nosuchtag.sqsh)" in (
