@@ -68,8 +68,10 @@ def render_detail(
     parts: list[RenderableType] = [head]
     if job.reason and job.status.value == "Pending":
         # The full sentence here; the table's column has the short form.
-        words = explain_reason(job.reason)
-        parts.append(Text(f"Pending: {words} ({job.reason.strip('()')})", overflow="fold"))
+        # SLURM's code after the words, unless it is squeue's "None" (no reason yet).
+        code = job.reason.strip("()")
+        said = f" ({code})" if code not in ("", "None") else ""
+        parts.append(Text(f"Pending: {explain_reason(job.reason)}{said}", overflow="fold"))
     if job.message:
         parts.append(Text(f"Message: {job.message}", overflow="fold"))
     progress = job.progress
