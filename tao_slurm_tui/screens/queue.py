@@ -84,9 +84,9 @@ class QueueScreen(Screen[None]):
         Binding("e", "clone", "Clone", show=False, id="queue.clone"),
         Binding("r", "refresh", "Refresh", id="queue.refresh"),
         Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
-        Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
+        Binding("y", "copy_id", "Copy SLURM id", show=False, id="queue.copy_id"),
         Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
-        Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
+        Binding("q", "ask_quit", "Quit", show=False, id="queue.quit"),
     ]
 
     class Refreshed(Message):
@@ -447,11 +447,30 @@ class QueueScreen(Screen[None]):
         self.poll(manual=True)
 
     def action_copy_id(self) -> None:
-        """Copy the selected job's id to the clipboard (OSC 52: works over SSH too)."""
+        """Copy the selected job's SLURM id (what scontrol, sacct and seff take) to the
+        clipboard (OSC 52: works over SSH too); its name while it has none yet."""
         job = self._selected()
-        if job is not None:
+        if job is None:
+            return
+        if job.slurm_job_id:
+            self.app.copy_to_clipboard(job.slurm_job_id)
+            self.notify(f"Copied SLURM id {job.slurm_job_id} ({job.id}).", timeout=2)
+        else:
             self.app.copy_to_clipboard(job.id)
-            self.notify(f"Copied {job.id}.", timeout=2)
+            self.notify(f"Copied {job.id} (no SLURM id yet).", timeout=2)
+
+    def action_ask_quit(self) -> None:
+        """Quit after a yes (``q`` is "back" on other screens: two presses must not leave the
+        app); ctrl+q quits at once."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.app.exit()
+
+        self.app.push_screen(
+            ConfirmModal("Quit tao-slurm-tui? Your jobs keep running on the cluster.", "Quit"),
+            answered,
+        )
 
     def action_toggle_detail(self) -> None:
         """Hide or show the details pane (more rows on a small terminal)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets.data_table import ColumnKey
 
 from tao_slurm_tui.core.models import TaoStatus
@@ -98,13 +99,34 @@ async def test_vim_and_home_end_keys_move_the_cursor(fake: ClusterBackend) -> No
         await wait_for(pilot, lambda: table.cursor_row == 0, "home -> row 0")
 
 
-async def test_y_copies_the_job_id(fake: ClusterBackend) -> None:
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_y_copies_the_slurm_id(fake: ClusterBackend, size: tuple[int, int]) -> None:
+    """What scontrol, sacct and seff take (it copied the name, issue 26)."""
     app = build_app(fake)
-    async with app.run_test(size=SMALL) as pilot:
+    async with app.run_test(size=size) as pilot:
         screen = await _queue(pilot)
         await pilot.press("j", "y")
-        await wait_for(pilot, lambda: app.clipboard == "yolo-finetune", "the id copied")
         assert screen.table.cursor_job_id == "yolo-finetune"
+        job = next(j for j in fake.jobs() if j.id == "yolo-finetune")
+        assert job.slurm_job_id.isdigit()
+        await wait_for(pilot, lambda: app.clipboard == job.slurm_job_id, "the SLURM id copied")
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_q_asks_before_quitting_so_two_presses_from_the_logs_stay(
+    fake: ClusterBackend, size: tuple[int, int]
+) -> None:
+    """``q`` is "back" in the logs: a second press used to leave the app."""
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        await _logs(pilot)
+        await pilot.press("q", "q")
+        await shown(pilot, ConfirmModal)
+        await pilot.press("n")
+        await shown(pilot, QueueScreen)
+        assert app.is_running
+        await pilot.press("q", "y")
+        await wait_for(pilot, lambda: not app.is_running, "the app quit after a yes")
 
 
 async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBackend) -> None:
