@@ -52,6 +52,14 @@ def pipeline_summary(job: JobRecord, pipeline: Pipeline) -> list[RenderableType]
     return [head, table]
 
 
+def pending_line(reason: str) -> Text:
+    """Why the job waits: the full sentence (the table's column has the short form), then
+    SLURM's code unless it is squeue's "None" (no reason yet), which read as Python's."""
+    code = reason.strip("()")
+    said = f" ({code})" if code not in ("", "None") else ""
+    return Text(f"Pending: {explain_reason(reason)}{said}", overflow="fold")
+
+
 def render_detail(
     job: JobRecord, usage: Usage | None = None, pipeline: Pipeline | None = None
 ) -> RenderableType:
@@ -67,11 +75,7 @@ def render_detail(
         head.append(f" ({job.slurm_job_id})")
     parts: list[RenderableType] = [head]
     if job.reason and job.status.value == "Pending":
-        # The full sentence here; the table's column has the short form.
-        # SLURM's code after the words, unless it is squeue's "None" (no reason yet).
-        code = job.reason.strip("()")
-        said = f" ({code})" if code not in ("", "None") else ""
-        parts.append(Text(f"Pending: {explain_reason(job.reason)}{said}", overflow="fold"))
+        parts.append(pending_line(job.reason))
     if job.message:
         parts.append(Text(f"Message: {job.message}", overflow="fold"))
     progress = job.progress
