@@ -16,6 +16,7 @@ import json
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.capacity import NodeState
 from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
+from tao_slurm_tui.core.words import plural
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,11 +67,13 @@ def format_report(report: CapacityReport) -> str:
                 _nodes(p),
                 f"{p.cpus_free}/{p.cpus_total}",
                 _gib(p.mem_free_mb),
-                f"{p.pending_jobs} ({p.pending_gpus} GPUs)",
+                f"{p.pending_jobs} ({plural(p.pending_gpus, 'GPU')})",
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"{report.gpus_free} GPUs free on the cluster (* marks the default partition)."]
+    lines = [
+        f"{plural(report.gpus_free, 'GPU')} free on the cluster (* marks the default partition)."
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if report.unavailable:
         lines += ["", "Nodes that take no new job:"]
@@ -81,8 +84,9 @@ def format_report(report: CapacityReport) -> str:
     mine = report.mine
     lines += [
         "",
-        f"Your jobs ({report.user}): {mine.running_jobs} running with {mine.running_gpus} GPUs, "
-        f"{mine.pending_jobs} pending asking for {mine.pending_gpus} GPUs.",
+        f"Your jobs ({report.user}): {mine.running_jobs} running with "
+        f"{plural(mine.running_gpus, 'GPU')}, {mine.pending_jobs} pending asking for "
+        f"{plural(mine.pending_gpus, 'GPU')}.",
     ]
     if report.limits:
         lines += ["", "Limits:"]

@@ -27,6 +27,7 @@ from textual.widgets import DataTable, Input
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
+from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
@@ -227,7 +228,7 @@ class QueueScreen(Screen[None]):
         """Counts, the sort and whether finished jobs are shown, under the table."""
         # Jobs, not rows: a pipeline's own row is no job, a collapsed one hides its steps.
         shown, total = self.shown_count, len(self.all_jobs)
-        count = f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
+        count = f"{shown} of {plural(total, 'job')}" if shown != total else plural(total, "job")
         finished = "finished shown (f)" if self.show_finished else "finished hidden (f)"
         return f"{count} · sort {self.sorted_by.label} (s) · {finished}"
 

@@ -15,6 +15,7 @@ from textual.widgets.data_table import RowDoesNotExist
 
 from tao_slurm_tui.core.capacity import NodeState
 from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
+from tao_slurm_tui.core.words import plural
 
 BAR_WIDTH = 10
 """Cells of the free-GPU bar."""
@@ -74,7 +75,7 @@ def partition_cells(p: PartitionCapacity) -> dict[str, Text]:
         ),
         "cpus": Text(f"{p.cpus_free}/{p.cpus_total}"),
         "mem": Text(_mem(p.mem_free_mb)),
-        "pending": Text(f"{p.pending_jobs} ({p.pending_gpus} GPUs)"),
+        "pending": Text(f"{p.pending_jobs} ({plural(p.pending_gpus, 'GPU')})"),
     }
 
 
@@ -82,10 +83,13 @@ def summary_text(report: CapacityReport) -> Text:
     """The line above the table: free GPUs on the cluster and the user's share."""
     mine = report.mine
     text = Text()
-    text.append(f"{report.gpus_free} GPUs free", style="bold green" if report.gpus_free else "")
     text.append(
-        f" · you ({report.user}): {mine.running_jobs} running ({mine.running_gpus} GPUs), "
-        f"{mine.pending_jobs} pending ({mine.pending_gpus} GPUs)"
+        f"{plural(report.gpus_free, 'GPU')} free", style="bold green" if report.gpus_free else ""
+    )
+    text.append(
+        f" · you ({report.user}): {mine.running_jobs} running "
+        f"({plural(mine.running_gpus, 'GPU')}), "
+        f"{mine.pending_jobs} pending ({plural(mine.pending_gpus, 'GPU')})"
     )
     return text
 

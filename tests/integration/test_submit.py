@@ -390,7 +390,7 @@ async def test_a_gpu_type_lands_on_a_node_of_that_type_and_an_unknown_one_is_exp
         await submit(submitter, spec(other, gpu_type="v100"))
     text = str(refused.value)
     assert "Requested node configuration is not available" in text
-    assert "1 v100 GPU(s)" in text and "tao-slurm-tui capacity" in text
+    assert "1 v100 GPU " in text and "tao-slurm-tui capacity" in text
     assert store.get("sandbox", other) is None and live_jobs_named(other) == []
 
 

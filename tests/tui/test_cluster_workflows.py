@@ -311,7 +311,7 @@ async def test_composer_block_hint_without_opening_the_gpus_screen(
         else:
             kind = block.kind or "gpu"
             assert (
-                f"1 node x 1 GPUs fits a free block now ({block.node}: {block.gpus} {kind} free)."
+                f"1 node x 1 GPU fits a free block now ({block.node}: {block.gpus} {kind} free)."
                 in text
             )
     await app.backend.close()

@@ -33,6 +33,7 @@ from tao_slurm_tui.core.partitions import split_partitions
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.shaping import shape_resources
 from tao_slurm_tui.core.spec.model import JobSpec
+from tao_slurm_tui.core.words import plural
 
 
 def _partitions(spec: JobSpec, profile: Profile) -> list[str]:
@@ -46,10 +47,6 @@ def _names(names: Sequence[str]) -> str:
 def _where(parts: Sequence[PartitionFacts]) -> str:
     names = [p.name for p in parts]
     return f"partition {names[0]!r}" if len(names) == 1 else f"partitions {_names(names)}"
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def partition_problem(spec: JobSpec, profile: Profile, partitions: Partitions | None) -> str:
@@ -227,7 +224,7 @@ def _missing_sentence(field: str, word: str, missing: Sequence[str]) -> str:
         return ""
     verb = "does" if len(missing) == 1 else "do"
     return (
-        f"{field}: {_plural(len(missing), word)} {verb} not exist on the cluster: "
+        f"{field}: {plural(len(missing), word)} {verb} not exist on the cluster: "
         f"{', '.join(missing)}; stage the data on the shared filesystem or fix the "
         f"{'path' if len(missing) == 1 else 'paths'}."
     )
