@@ -285,6 +285,7 @@ class JobTable(DataTable[Cell]):
 
     BINDINGS = [
         Binding("s", "cycle_sort", "Sort", show=False, id="queue.sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, id="queue.reverse_sort"),
         Binding("j", "cursor_down", "Down", show=False, id="queue.down"),
         Binding("k", "cursor_up", "Up", show=False, id="queue.up"),
         Binding("g,home", "scroll_top", "First job", show=False, id="queue.first"),
@@ -404,12 +405,20 @@ class JobTable(DataTable[Cell]):
                 grew = True
         return grew
 
+    def _width(self, key: str) -> int:
+        """A column's width: its widest cell, and the header with its sort arrow while sorted
+        by it (the arrow goes with the sort: sorting elsewhere gives the cells back)."""
+        width = self._widths[key]
+        if key == self.sort_column:
+            width = max(width, cell_len(dict(COLUMNS)[key]) + 2)
+        return width
+
     def _set_widths(self) -> None:
         """Give the columns their widths (after some grew) and the table its new size."""
-        for key, width in self._widths.items():
+        for key in self._widths:
             column = self.columns.get(ColumnKey(key))
             if column is not None:
-                column.width = width
+                column.width = self._width(key)
         # Cached renderings are keyed by DataTable's update count, which the cell updates,
         # added rows or sort of the same change moved on: they are drawn again at the new width.
         self._resize_virtual()
@@ -543,27 +552,29 @@ class JobTable(DataTable[Cell]):
         )
 
     def _mark_sorted_header(self) -> None:
-        # The sorted column's header carries the arrow (k9s' habit); the others lose theirs.
-        grew = False
+        # The sorted column's header carries the arrow (k9s' habit); the others lose theirs,
+        # and the cells the arrow took (it is never cut off): widths follow the sort.
+        resized = False
         for key, label in COLUMNS:
             column = self.columns.get(ColumnKey(key))
             if column is None:
                 continue
             arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
             column.label = Text(label + arrow)
-            if cell_len(label + arrow) > self._widths[key]:  # the arrow is never cut off
-                self._widths[key] = cell_len(label + arrow)
-                grew = True
-        if grew:
+            resized |= column.width != self._width(key)
+        if resized:
             self._set_widths()  # the sort that follows draws the header again
         self.refresh()
 
     def action_cycle_sort(self) -> None:
-        """Sort by the next column."""
+        """Sort by the next column (the border's subtitle says which: no toast per press)."""
         keys = ["created"] + [key for key, _ in COLUMNS]
         index = keys.index(self.sort_column) if self.sort_column in keys else 0
         self.sorted_by = SortOrder(keys[(index + 1) % len(keys)])
-        self.notify(f"Sorted by {self.sort_label}.", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        """The same column, the other way round."""
+        self.sorted_by = SortOrder(self.sort_column, not self.sort_reverse)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """Click a header to sort by it."""

@@ -16,7 +16,7 @@ from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import build_app
-from tests.tui.waits import settle, shown, wait_for
+from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 SMALL = (80, 24)
 WIDE = (160, 45)
@@ -151,6 +151,28 @@ async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBa
         await wait_for(
             pilot, lambda: "finished hidden" in str(table.border_subtitle), "finished hidden"
         )
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_cycling_the_sort_gives_the_columns_back_and_shift_s_reverses(
+    fake: ClusterBackend, size: tuple[int, int]
+) -> None:
+    """Back at "submitted", every column was ~2 cells wider for good (the sort arrow's); and
+    each press stacked a toast saying what the subtitle says."""
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        notes = record_notifications(app)
+        table = screen.table
+        before = {key: column.width for key, column in table.columns.items()}
+        await pilot.press(*"s" * (len(table.columns) + 1))  # every column, then submitted
+        await wait_for(pilot, lambda: table.sort_column == "created", "back at submitted")
+        await settle(pilot)
+        assert {key: column.width for key, column in table.columns.items()} == before
+        assert not notes  # the subtitle says it: no toast per press
+        await pilot.press("s", "S")
+        await wait_for(pilot, lambda: "sort Job ↓" in str(table.border_subtitle), "reversed")
+        assert table.columns[ColumnKey("id")].width >= len("Job ↓")
 
 
 async def test_details_c_and_l_act_on_the_highlighted_row_after_filter_and_sort(
