@@ -12,6 +12,7 @@ Nothing calls a redraw: setting the state is enough.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from textual import getters, on, work
 from textual.app import ComposeResult
@@ -186,6 +187,11 @@ class QueueScreen(Screen[None]):
         """Show what the store has at once; the first poll follows on resume."""
         self.query_one("#detail-box").border_title = "Details"
         self.all_jobs = {job.id: job for job in self.ctx.backend.jobs()}
+        # The view as it was left (finished hidden, the sort), kept in the settings.
+        self.show_finished = self.ctx.settings.show_finished
+        order = SortOrder.from_setting(self.ctx.settings.queue_sort)
+        if order != self.table.sorted_by:
+            self.table.sorted_by = order
         self.table.focus()
 
     # ------------------------------------------------------------------ derived state
@@ -265,6 +271,12 @@ class QueueScreen(Screen[None]):
     @on(JobTable.Sorted)
     def _sorted(self, event: JobTable.Sorted) -> None:
         self.sorted_by = event.order
+        self._remember(queue_sort=event.order.setting)
+
+    def _remember(self, **changes: Any) -> None:
+        error = self.ctx.remember(**changes)
+        if error:
+            self.notify(f"The queue's view is used but not saved: {error}", severity="warning")
 
     @on(JobTable.Highlighted)
     def _highlighted(self, event: JobTable.Highlighted) -> None:
@@ -439,6 +451,7 @@ class QueueScreen(Screen[None]):
     def action_toggle_finished(self) -> None:
         """Hide or show jobs that are Complete, Error or Canceled."""
         self.show_finished = not self.show_finished
+        self._remember(show_finished=self.show_finished)
         self.notify(
             "Finished jobs shown." if self.show_finished else "Finished jobs hidden.", timeout=2
         )

@@ -178,6 +178,22 @@ class SortOrder(NamedTuple):
             return f"submitted {'↑' if self.reverse else '↓'}"  # ↓: newest first
         return f"{label} {'↓' if self.reverse else '↑'}"
 
+    @property
+    def setting(self) -> str:
+        """As the settings keep it (``Settings.queue_sort``): ``-`` before the column for the
+        other way round; '' for the default."""
+        if self == SortOrder():
+            return ""
+        return f"{'-' if self.reverse else ''}{self.column}"
+
+    @classmethod
+    def from_setting(cls, text: str) -> SortOrder:
+        """Read :attr:`setting` (a column no longer known: the default)."""
+        column = text.removeprefix("-")
+        if column != "created" and column not in dict(COLUMNS):
+            return cls()
+        return cls(column, text.startswith("-"))
+
     def by(self, column: str) -> SortOrder:
         """Sorted by ``column``: ascending, or the other way round if it already is."""
         return SortOrder(column, not self.reverse if column == self.column else False)

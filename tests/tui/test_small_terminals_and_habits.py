@@ -375,3 +375,26 @@ async def test_the_chosen_theme_is_saved(fake: ClusterBackend, tmp_path: Any) ->
         app.theme = "tao-light"  # what the palette's "Change theme" does
         await wait_for(pilot, lambda: config.path.exists(), "the config written")
     assert load_settings(config.path).theme == "tao-light"
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_finished_hidden_and_the_sort_are_kept_for_the_next_start(
+    fake: ClusterBackend, tmp_path: Any, size: tuple[int, int]
+) -> None:
+    from tao_slurm_tui.app import make_app
+    from tao_slurm_tui.config import Config, load_settings
+
+    config = Config.load(tmp_path / "config.toml")
+    app = make_app(fake, settings=config.settings, save_settings=lambda _s: config.save())
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        await pilot.press("f", "s", "s", "S")  # finished hidden; sorted by Status, descending
+        await wait_for(pilot, lambda: "sort Status ↓" in str(screen.table.border_subtitle))
+    kept = load_settings(config.path)
+    assert (kept.show_finished, kept.queue_sort) == (False, "-status")
+    again = make_app(fake, settings=kept, save_settings=lambda _s: None)
+    async with again.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        subtitle = str(screen.table.border_subtitle)
+        assert "sort Status ↓" in subtitle and "finished hidden" in subtitle
+        assert not screen.show_finished and screen.table.sort_column == "status"
