@@ -89,7 +89,7 @@ def job_output_command(entry: HistoryEntry, max_bytes: int = OUTPUT_TAIL_BYTES) 
     return quoting.join(["sh", "-c", script])
 
 
-_PATHS_RE = re.compile(r"^paths (scontrol|default) ([01]) ([01])$")
+_PATHS_RE = re.compile(r"^paths (scontrol|default) ([01]) ([01])\Z")
 
 
 def parse_job_output(text: str) -> JobOutput | None:

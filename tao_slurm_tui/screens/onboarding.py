@@ -28,8 +28,8 @@ from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.check_row import CheckRow
 
-_USER = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$", re.IGNORECASE)
-_HOST = re.compile(r"^[A-Za-z0-9.-]+$|^\[?[0-9a-fA-F:]+\]?$")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]*\$?\Z", re.IGNORECASE)
+_HOST = re.compile(r"^[A-Za-z0-9.-]+\Z|^\[?[0-9a-fA-F:]+\]?\Z")
 
 PROFILE_FIELDS: list[tuple[str, str, str, bool]] = [
     ("name", "Profile name", "sandbox", False),
