@@ -154,8 +154,14 @@ def _dump(settings: Settings) -> dict[str, Any]:
 
 
 def write_atomic(path: Path, content: bytes, mode: int = 0o600) -> None:
-    """Write ``content`` to ``path`` via a temp file in the same dir + rename, with ``mode``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``content`` to ``path`` via a temp file in the same dir + rename, with ``mode``.
+
+    The temp file has a random name and is created exclusively (``mkstemp``: a file or a
+    symlink planted under its name is never followed), gets ``mode`` before any byte is
+    written, and replaces ``path`` itself (a symlink at ``path`` is replaced, not followed).
+    Directories it creates are private (0700).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)

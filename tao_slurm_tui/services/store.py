@@ -93,6 +93,12 @@ class JobStore:
             if isinstance(target, Path):
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 fresh = not target.exists()
+                if fresh:
+                    # Created 0600 before SQLite opens it (its -wal/-shm files take the same
+                    # mode); O_NOFOLLOW|O_EXCL: nothing planted under the name is followed.
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                    with contextlib.suppress(FileExistsError):  # another process was first
+                        os.close(os.open(target, flags, 0o600))
             # Autocommit mode: transactions are opened explicitly with BEGIN IMMEDIATE.
             db = sqlite3.connect(
                 target,
