@@ -176,6 +176,19 @@ def write_atomic(path: Path, content: bytes, mode: int = 0o600) -> None:
         raise
 
 
+def create_private(path: Path) -> bool:
+    """Create ``path`` empty with mode 0600 (and its directories 0700) if it does not exist;
+    True when it did not. Exclusive and ``O_NOFOLLOW``: nothing planted under the name (a
+    symlink) is followed; a file another process created first is left as it is."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.exists():
+        return False
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, flags, 0o600))
+    return True
+
+
 def save_settings(settings: Settings, path: Path) -> None:
     """Write the config atomically with mode 0600, editing the file in place.
 
