@@ -28,6 +28,7 @@ from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.services.backend import SubmitStage
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.plain import plain
 from tao_slurm_tui.widgets.sbatch_preview import SbatchPreview
 from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm, in_words
 from tao_slurm_tui.widgets.start_estimate_pane import StartEstimatePane
@@ -154,8 +155,8 @@ class ComposerScreen(Screen[str | None]):
             with Vertical(id="side"):
                 yield SbatchPreview(id="preview")
                 yield StartEstimatePane(id="estimate")
-                yield Label("", id="problems")
-                yield Label("", id="stages")
+                yield Label("", id="problems", markup=False)
+                yield Label("", id="stages", markup=False)
                 yield Button(
                     "Remove unknown keys", id="drop-extra", variant="warning", compact=True
                 )
@@ -330,7 +331,7 @@ class ComposerScreen(Screen[str | None]):
         self.form.show_errors(shown)
         keys = {field.key for field in FIELDS} | {"then"}  # the steps editor shows its own
         loose = [f"{k}: {m}" if k else m for k, m in errors.items() if k not in keys]
-        self.problems.update("\n".join(in_words(line) for line in loose))
+        self.problems.update(plain("\n".join(in_words(line) for line in loose)))
         self.query_one("#drop-extra").display = bool(self.form.extra)
         self.submit_button.disabled = self.submitting
         self._schedule_paths(spec)
@@ -436,7 +437,7 @@ class ComposerScreen(Screen[str | None]):
             job = await self.ctx.backend.submit(resolved, self._stage)
         except TaoError as error:
             self.stages.add_class("-failed")
-            self.stages.update(f"Not submitted: {error}")
+            self.stages.update(plain(f"Not submitted: {error}"))  # may quote sbatch
             if isinstance(error, Refused):
                 # What only the cluster could say (a missing mount source): under its field.
                 self.remote_errors = {p.field: p.text for p in error.problems}

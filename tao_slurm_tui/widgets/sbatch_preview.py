@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from textual.widgets import TextArea
 
+from tao_slurm_tui.widgets.plain import plain_line
+
 
 class SbatchPreview(TextArea):
     """A read-only, syntax-highlighted view of the rendered batch script."""
@@ -47,7 +49,7 @@ class SbatchPreview(TextArea):
             fields: The fields to fix, by their labels: each is named, one a line.
         """
         self.set_class(alarm, "-invalid")
-        self.border_subtitle = problem
+        self.border_subtitle = plain_line(problem)
         named = "".join(f"\n#  - {name}" for name in fields)
         # Short lines: the preview is ~30 columns wide at 80x24 and does not wrap.
         self.load_text(
