@@ -353,7 +353,7 @@ def classify(
 
 
 _ERROR_LINE_RE = re.compile(
-    r"(^|[^a-z])(error|errors|exception|traceback|fatal|failed|failure|killed)([^a-z]|$)",
+    r"(^|[^a-z])(error|errors|exception|traceback|fatal|failed|failure|killed)([^a-z]|\Z)",
     re.IGNORECASE,
 )
 

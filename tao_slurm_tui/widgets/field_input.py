@@ -19,6 +19,8 @@ from textual import events
 from textual.strip import Strip
 from textual.widgets import Input
 
+from tao_slurm_tui.widgets.plain import plain_line
+
 ELLIPSIS = "…"
 
 
@@ -51,7 +53,7 @@ class FieldInput(Input):
         self.example = example
         """The placeholder in full."""
         if example and "tooltip" not in kwargs:
-            self.tooltip = example
+            self.tooltip = plain_line(example)
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the example to the new width (one line, never wrapped)."""

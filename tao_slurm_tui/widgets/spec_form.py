@@ -190,7 +190,7 @@ class SpecForm(VerticalScroll):
                 if field.kind == "bool":
                     with Horizontal(classes="switch-row"):
                         yield Switch(id=f"f-{field.key}")
-                        yield Label("", id=f"w-{field.key}", classes="switch-words")
+                        yield Label("", id=f"w-{field.key}", classes="switch-words", markup=False)
                 elif field.kind in ("env", "json"):
                     yield TextArea(id=f"f-{field.key}", soft_wrap=True, tab_behavior="focus")
                 else:

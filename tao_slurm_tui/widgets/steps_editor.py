@@ -76,7 +76,7 @@ class StepRow(Vertical):
                     if on_line != line:
                         continue
                     if key in STEP_LABELS:
-                        yield Label(STEP_LABELS[key], classes="step-label")
+                        yield Label(STEP_LABELS[key], classes="step-label", markup=False)
                     value = self.step.get(key)
                     yield FieldInput(
                         "" if value is None else str(value),
