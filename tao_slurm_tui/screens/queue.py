@@ -43,6 +43,7 @@ from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
+from tao_slurm_tui.widgets.sort_setting import sort_from_setting, sort_setting
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -190,7 +191,7 @@ class QueueScreen(Screen[None]):
         self.all_jobs = {job.id: job for job in self.ctx.backend.jobs()}
         # The view as it was left (finished hidden, the sort), kept in the settings.
         self.show_finished = self.ctx.settings.show_finished
-        order = SortOrder.from_setting(self.ctx.settings.queue_sort)
+        order = sort_from_setting(self.ctx.settings.queue_sort)
         if order != self.table.sorted_by:
             self.table.sorted_by = order
         self.table.focus()
@@ -272,7 +273,7 @@ class QueueScreen(Screen[None]):
     @on(JobTable.Sorted)
     def _sorted(self, event: JobTable.Sorted) -> None:
         self.sorted_by = event.order
-        self._remember(queue_sort=event.order.setting)
+        self._remember(queue_sort=sort_setting(event.order))
 
     def _remember(self, **changes: Any) -> None:
         error = self.ctx.remember(**changes)
@@ -287,6 +288,9 @@ class QueueScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         """Visible again: poll as soon as this frame is drawn, and keep polling."""
         self._suspended = False
+        # Back from another screen, the rows start at their Job column again (a table left
+        # scrolled right showed rows without their names).
+        self.table.scroll_to(x=0, animate=False, immediate=True)
         # After the refresh: a poll that answers at once (a big queue, a fast cluster) must
         # not hold up the first frame with the rows the store already has.
         self.call_after_refresh(self.poll)

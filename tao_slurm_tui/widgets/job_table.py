@@ -50,17 +50,23 @@ SLURM_STATES = (
 COLUMNS: list[tuple[str, str]] = [
     ("id", "Job"),
     ("status", "Status"),
+    ("progress", "Progress"),
+    ("reason", "Pending reason"),
+    ("time", "Elapsed/max"),
+    ("start", "Est. start"),
+    ("retries", "Retry"),
     ("state", "SLURM"),
     ("slurm_id", "Id"),
     ("partition", "Part."),
     ("shape", "N×G"),  # noqa: RUF001
-    ("time", "Elapsed/max"),
-    ("reason", "Pending reason"),
-    ("start", "Est. start"),
-    ("retries", "Retry"),
-    ("progress", "Progress"),
 ]
-"""(column key, header) in display order."""
+"""(column key, header) in display order: what a researcher reads first (where it is, how far
+it got, why it waits) before what SLURM calls it and what it asked for, so on 80 and 120
+columns those are the ones in view."""
+
+MAX_WIDTHS = {"id": 24, "reason": 24}
+"""Columns that do not grow past this many cells: a long name or a pipeline's row ends in "…"
+instead of pushing every other column out of view."""
 
 FIRST_ROWS = 200
 """Rows an empty table shows first (more than any terminal shows); the rest follow right after
@@ -183,22 +189,6 @@ class SortOrder(NamedTuple):
             return f"submitted {'↑' if self.reverse else '↓'}"  # ↓: newest first
         return f"{label} {'↓' if self.reverse else '↑'}"
 
-    @property
-    def setting(self) -> str:
-        """As the settings keep it (``Settings.queue_sort``): ``-`` before the column for the
-        other way round; '' for the default."""
-        if self == SortOrder():
-            return ""
-        return f"{'-' if self.reverse else ''}{self.column}"
-
-    @classmethod
-    def from_setting(cls, text: str) -> SortOrder:
-        """Read :attr:`setting` (a column no longer known: the default)."""
-        column = text.removeprefix("-")
-        if column != "created" and column not in dict(COLUMNS):
-            return cls()
-        return cls(column, text.startswith("-"))
-
     def by(self, column: str) -> SortOrder:
         """Sorted by ``column``: ascending, or the other way round if it already is."""
         return SortOrder(column, not self.reverse if column == self.column else False)
@@ -217,7 +207,8 @@ class Cell:
         """The row's key (set on the Job column's cell: what the sort orders by)."""
 
     def __rich__(self) -> Text:
-        return Text(shown(self.plain), style=self.style, no_wrap=True, end="")
+        # Cut at the column's width with "…" (MAX_WIDTHS), never silently.
+        return Text(shown(self.plain), style=self.style, no_wrap=True, overflow="ellipsis", end="")
 
     def __str__(self) -> str:
         return self.plain
@@ -421,6 +412,7 @@ class JobTable(DataTable[Cell]):
         widths = self._widths
         for key, value in plain.items():
             width = len(value) if value.isascii() else cell_len(value)
+            width = min(width, MAX_WIDTHS.get(key, width))
             if width > widths[key]:
                 widths[key] = width
                 grew = True

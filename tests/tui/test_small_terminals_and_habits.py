@@ -64,8 +64,9 @@ async def test_status_words_are_never_cut_at_160_columns(
             screen.poll()  # not .wait(): a poll the follow-up armed may take its place
             await settle(pilot)
         await settle(pilot)
-        cells = screen.table.get_row("dino-train-1")
-        assert cells[1].plain == "Complete" and cells[2].plain == "COMPLETED"
+        cell = screen.table.get_cell
+        assert cell("dino-train-1", "status").plain == "Complete"
+        assert cell("dino-train-1", "state").plain == "COMPLETED"
         for key, word in (("status", "Complete"), ("state", "COMPLETED")):
             column = screen.table.columns[ColumnKey(key)]
             assert column.get_render_width(screen.table) >= len(word) + 2  # + cell padding
@@ -140,7 +141,7 @@ async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBa
         await wait_for(pilot, lambda: table.sort_column == "id", "sorted by job")
         await wait_for(pilot, lambda: "sort Job ↑" in str(table.border_subtitle), "the subtitle")
         assert str(table.columns[ColumnKey("id")].label) == "Job ↑"
-        await pilot.press(*"s" * 9)  # Retry: a header as wide as its column, arrow shown whole
+        await pilot.press(*"s" * 6)  # Retry: a header as wide as its column, arrow shown whole
         await wait_for(pilot, lambda: table.sort_column == "retries", "sorted by retry")
         assert table.columns[ColumnKey("retries")].width >= len("Retry ↑")
         table.sort_by("id")
@@ -398,3 +399,60 @@ async def test_finished_hidden_and_the_sort_are_kept_for_the_next_start(
         subtitle = str(screen.table.border_subtitle)
         assert "sort Status ↓" in subtitle and "finished hidden" in subtitle
         assert not screen.show_finished and screen.table.sort_column == "status"
+
+
+# ---------------------------------------------------------------------- queue layout (issue 26)
+def _in_view(table: JobTable, key: str) -> bool:
+    """The column is whole on screen with the table scrolled to its left edge."""
+    x = 0
+    for column_key, column in table.columns.items():
+        width = column.get_render_width(table)
+        if column_key == ColumnKey(key):
+            return x + width <= table.scrollable_content_region.width
+        x += width
+    raise AssertionError(f"no column {key}")
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_the_columns_a_researcher_reads_come_first(
+    fake: ClusterBackend, world: World, size: tuple[int, int]
+) -> None:
+    """Progress and Pending reason fell off at 120 columns and took ~50 presses of → at 80,
+    behind Part. and NxG; a long name (or a pipeline's row) widened the Job column for good."""
+    from tao_slurm_tui.services.fakecluster import seed
+
+    long_name = "dino-train-coco-2017-full-res-lr3e-4-bs64"
+    job = seed.Seeded(long_name, TaoStatus.PENDING, [seed.Run(1098, "PENDING", reason="Priority")])
+    seed.add_job(world, fake.store, "fake", job, seed.FROZEN_TIME + 10)
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        table = screen.table
+        await wait_for(pilot, lambda: long_name in table.jobs, "the long-named job")
+        wanted = ["id", "status", "progress"] + (["reason", "time"] if size[0] >= 120 else [])
+        assert all(_in_view(table, key) for key in wanted), [
+            (k, _in_view(table, k)) for k in wanted
+        ]
+        keys = [key.value for key in table.columns]
+        assert keys.index("reason") < keys.index("partition") < keys.index("shape")
+        assert table.columns[ColumnKey("id")].width == 24  # not the name's 41
+        assert "dino-train-coco-2017-fu…" in app.export_screenshot()
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_the_queue_comes_back_scrolled_to_its_left_edge(
+    fake: ClusterBackend, size: tuple[int, int]
+) -> None:
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        table = screen.table
+        if table.max_scroll_x == 0:  # 120 columns: every column in view, nothing to scroll
+            assert size[0] >= 120
+            return
+        await pilot.press(*["right"] * 30)
+        await wait_for(pilot, lambda: table.scroll_x > 0, "scrolled right")
+        await pilot.press("question_mark")
+        await pilot.press("escape")
+        await shown(pilot, QueueScreen)
+        await wait_for(pilot, lambda: table.scroll_x == 0, "back at the left edge")
