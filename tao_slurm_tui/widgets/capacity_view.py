@@ -19,21 +19,21 @@ from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.widgets.plain import plain, plain_line
 
-BAR_WIDTH = 10
-"""Cells of the free-GPU bar."""
+BAR_WIDTH = 6
+"""Cells of the free-GPU bar (narrow: every column fits 120 terminal columns)."""
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("partition", "Partition"),
     ("free", "GPUs free"),
-    ("bar", "▮used ▯free"),
-    ("block", "Largest free block"),
-    ("types", "By type free/total"),
+    ("bar", "Used"),
+    ("block", "Largest free"),
+    ("types", "Types free/total"),
     ("nodes", "Nodes i/m/a/out"),
     ("cpus", "CPUs free"),
     ("mem", "Mem free"),
     ("pending", "Pending"),
 )
-"""Column keys and titles of the partition table."""
+"""Column keys and titles of the partition table: all of it fits 120 terminal columns."""
 
 
 def gpu_bar(p: PartitionCapacity, width: int = BAR_WIDTH) -> Text:
@@ -69,7 +69,7 @@ def partition_cells(p: PartitionCapacity) -> dict[str, Text]:
         "types": plain_line(
             ", ".join(f"{type_label(t.kind)} {t.free}/{t.total}" for t in p.gpu_types) or "-"
         ),
-        "block": plain_line(f"{block.gpus} × {type_label(block.kind)} on {block.node}")  # noqa: RUF001
+        "block": plain_line(f"{block.gpus} × {type_label(block.kind)}, {block.node}")  # noqa: RUF001
         if block
         else Text("none", style="dim"),
         "nodes": plain_line(

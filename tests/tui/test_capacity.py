@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
@@ -290,3 +291,22 @@ def test_snapshot_composer_estimate(snap_compare: Any, tmp_path: Path) -> None:
         await wait_for(pilot, lambda: field.has_focus, "the focused name field")
 
     assert snap_compare(_app(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_gpus_table_keeps_its_last_column_at_120(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """At 120 columns the Pending column fell off the GPUs table (issue 26); at 80 the table
+    scrolls, with the partition and its free GPUs first."""
+    app = _app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        screen = await _capacity(pilot)
+        table = screen.view.table
+        await settle(pilot)
+        widths = {key.value: c.get_render_width(table) for key, c in table.columns.items()}
+        room = table.scrollable_content_region.width
+        if size[0] >= 120:
+            assert sum(widths.values()) <= room, widths
+        else:
+            assert widths["partition"] + widths["free"] <= room
