@@ -85,14 +85,23 @@ def _request(plan: LaunchPlan) -> NodeRequest:
     )
 
 
+def _asked(
+    spec: JobSpec, plan: LaunchPlan | None, profile: Profile, partitions: Partitions | None
+) -> tuple[list[PartitionFacts], NodeRequest] | None:
+    """The step's partitions described with their nodes, and what it asks of one node (None:
+    nothing to judge: no plan, or the cluster did not describe them)."""
+    known = _known(spec, profile, partitions)
+    return (known, _request(plan)) if plan is not None and known else None
+
+
 def node_gpus_problem(
     spec: JobSpec, plan: LaunchPlan | None, profile: Profile, partitions: Partitions | None
 ) -> str:
     """A node of one of the step's partitions has the GPUs it asks of one node."""
-    known = _known(spec, profile, partitions)
-    if plan is None or not known:
+    asked = _asked(spec, plan, profile, partitions)
+    if asked is None:
         return ""
-    request = _request(plan)
+    known, request = asked
     if any(with_gpus(p.nodes, request) for p in known):
         return ""
     kind = request.gpu_type
@@ -121,10 +130,10 @@ def node_cpus_problem(
     spec: JobSpec, plan: LaunchPlan | None, profile: Profile, partitions: Partitions | None
 ) -> str:
     """A node with the GPUs the step asks for also has the CPUs it asks for."""
-    known = _known(spec, profile, partitions)
-    if plan is None or not known:
+    asked = _asked(spec, plan, profile, partitions)
+    if asked is None:
         return ""
-    request = _request(plan)
+    known, request = asked
     candidates = [(p, with_gpus(p.nodes, request)) for p in known]
     candidates = [(p, nodes) for p, nodes in candidates if nodes]
     if not candidates:
@@ -135,7 +144,7 @@ def node_cpus_problem(
     why = ""
     if request.cpus != spec.cpus_per_task:
         why = (
-            f" ({spec.cpus_per_task} CPUs per task × {plan.shape.gpus_per_node} GPUs: the one "  # noqa: RUF001
+            f" ({spec.cpus_per_task} CPUs per task × {request.gpus} GPUs: the one "  # noqa: RUF001
             "task on the node runs every GPU's process)"
         )
     where = _where([p for p, _ in candidates])
@@ -155,10 +164,10 @@ def node_memory_problem(
     spec: JobSpec, plan: LaunchPlan | None, profile: Profile, partitions: Partitions | None
 ) -> str:
     """A node with the GPUs and CPUs the step asks for has the memory SLURM gives it."""
-    known = _known(spec, profile, partitions)
-    if plan is None or not known:
+    asked = _asked(spec, plan, profile, partitions)
+    if asked is None:
         return ""
-    request = _request(plan)
+    known, request = asked
     roomy = [(p, [n for n in with_gpus(p.nodes, request) if n.cpus >= request.cpus]) for p in known]
     roomy = [(p, nodes) for p, nodes in roomy if nodes]
     if not roomy:
