@@ -18,14 +18,11 @@ What the rest of the program relies on:
   :class:`HostKeyChanged` and is never accepted.
 - **Keys**: a private key readable by group or others is refused before connecting
   (:class:`KeyPermissionError`, with the ``chmod 600`` fix). ``~/.ssh/config`` and ssh-agent work.
+- **One-time codes and sharing**: :attr:`Connection.login` asks for a code at most once per
+  (re)connect, holds a declined one, and first looks for a dashboard lending its connection.
 
-The parts, as fabric keeps ``Connection`` and ``Transfer`` apart: logging in to one host
-(:mod:`~tao_slurm_tui.remote.login`), one command on one channel
-(:mod:`~tao_slurm_tui.remote.channel`), files (:mod:`~tao_slurm_tui.remote.transfer`), key checks
-(:mod:`~tao_slurm_tui.remote.keys`), host keys and fetching them
-(:mod:`~tao_slurm_tui.remote.hostkeys`), the remembered login host
-(:mod:`~tao_slurm_tui.remote.remembered`). This module is the connection: state, failover,
-reconnect, and the commands.
+This module is the connection: state, failover, reconnect, and the commands; its parts (logging
+in, channels, files, keys, host keys, codes, sharing) are listed in :mod:`tao_slurm_tui.remote`.
 """
 
 from __future__ import annotations
@@ -52,6 +49,8 @@ from tao_slurm_tui.remote.channel import (
 from tao_slurm_tui.remote.dial import failure_reason
 from tao_slurm_tui.remote.errors import (
     AuthenticationFailed,
+    CodeNotGiven,
+    CodeRequired,
     CommandTimeout,
     ConnectError,
     ConnectionLost,
@@ -64,6 +63,7 @@ from tao_slurm_tui.remote.errors import (
 )
 from tao_slurm_tui.remote.keys import check_key_permissions
 from tao_slurm_tui.remote.login import HostFailed, LoginClient, connect_options, open_host
+from tao_slurm_tui.remote.login_policy import LoginPolicy
 from tao_slurm_tui.remote.protocols import CommandResult, FramedRemote, Remote, RemoteFiles
 from tao_slurm_tui.remote.remembered import remember_host, remembered_host
 from tao_slurm_tui.remote.shell import (
@@ -80,6 +80,8 @@ from tao_slurm_tui.remote.transfer import Transfer
 # connection module: they import them from here (a stand-in may use remote.protocols alone).
 __all__ = [
     "AuthenticationFailed",
+    "CodeNotGiven",
+    "CodeRequired",
     "CommandResult",
     "CommandTimeout",
     "ConnectError",
@@ -156,6 +158,8 @@ class Connection:
         before is to the old place and is not kept."""
         self.transfer = Transfer(self)
         """File uploads and reads over this connection's commands."""
+        self.login = LoginPolicy(self._set_state, lambda: (self.state, self.state_message))
+        """Who is asked for a one-time code, a held refusal, the shared connection."""
 
     # ------------------------------------------------------------------ state
 
@@ -206,6 +210,7 @@ class Connection:
         self._closing = False
         if self._usable():
             return
+        self.login.check()
         task = self._reconnect_task
         if task is not None and not task.done():
             await asyncio.shield(task)
@@ -218,10 +223,15 @@ class Connection:
             try:
                 await self._open()
             except (RemoteError, BadInput) as exc:
-                self._last_error = exc
-                self._set_state(ConnectionState.DOWN, str(exc))
+                self._failed(exc)
                 raise
-            self._set_state(ConnectionState.CONNECTED, f"connected to {self.host}")
+            self._set_state(ConnectionState.CONNECTED, self.login.connected("connected", self.host))
+
+    def _failed(self, exc: Exception) -> None:
+        """A connect or reconnect failed for good: DOWN, and a stop at the code is held."""
+        self._last_error = exc
+        self.login.failed(exc)
+        self._set_state(ConnectionState.DOWN, str(exc))
 
     def use_profile(self, profile: Profile) -> bool:
         """Serve ``profile`` from now on (a saved edit of the profile).
@@ -239,6 +249,7 @@ class Connection:
         self._generation += 1
         self.host = remembered_host(profile)
         self._last_error = None
+        self.login.release()
         # Commands still running on it see a drop and run again on the new one (see run()).
         self._let_go()
         self._set_state(ConnectionState.DISCONNECTED, "login settings changed; not connected yet")
@@ -278,11 +289,18 @@ class Connection:
                 "The profile has no login host; set hostnames (or SLURM_HOSTNAME) and try again.",
                 [],
             )
+        shared = LoginClient(self._on_lost)
+        link = await self.login.shared(self.profile, shared)  # a dashboard's: no new login
+        if link is not None:
+            self._conn, self._client, self.host = link.as_connection(), shared, link.host
+            self._last_error = None
+            return
         if self.profile.ssh_key_path:
             check_key_permissions(self.profile.ssh_key_path)
         failures: list[tuple[str, str]] = []
         for host in self._host_order():
-            client = LoginClient(self._on_lost)
+            answering = self.login.answering(host, self.profile.user, self._password)
+            client = LoginClient(self._on_lost, answering)
             options = connect_options(
                 self.profile,
                 host,
@@ -297,6 +315,7 @@ class Connection:
                 continue
             self._conn, self._client = conn, client
             self._last_error = None
+            self.login.logged_in(answering)
             if self.host != host:
                 self.host = host
                 remember_host(self.profile, host)
@@ -359,11 +378,13 @@ class Connection:
                 delay = min(delay * 2, self.max_backoff)
                 continue
             except (RemoteError, BadInput) as exc:
-                # Host key, authentication or key problems do not heal by retrying.
-                self._last_error = exc
-                self._set_state(ConnectionState.DOWN, str(exc))
+                # Host key, authentication or key problems do not heal by retrying; a login
+                # that stopped at the one-time code asks nobody again (held).
+                self._failed(exc)
                 return
-            self._set_state(ConnectionState.CONNECTED, f"reconnected to {self.host}")
+            self._set_state(
+                ConnectionState.CONNECTED, self.login.connected("reconnected", self.host)
+            )
             return
 
     async def _ensure(self) -> asyncssh.SSHClientConnection:
@@ -419,12 +440,19 @@ class Connection:
         cmd = command if isinstance(command, str) else join(command)
         data = input.encode("utf-8") if isinstance(input, str) else input
         limit = self.profile.command_timeout if timeout is None else timeout
+        status, out, err = await self._exec(cmd, data, limit, retry_on_drop)
+        return decode_result(cmd, status, out, err, self.host or "", check)
+
+    async def _exec(
+        self, cmd: str, data: bytes | None, limit: float, retry_on_drop: bool
+    ) -> tuple[int, bytes, bytes]:
+        """Run ``cmd`` on its own channel, again after a drop (up to 3 times) when allowed."""
         reruns = 0
         while True:
             conn = await self._ensure()
             host = self.host or ""
             try:
-                status, out, err = await exec_command(conn, host, cmd, data, limit)
+                return await exec_command(conn, host, cmd, data, limit)
             except Dropped as dropped:
                 self._mark_dropped(conn, str(dropped))
                 if not retry_on_drop and dropped.started:
@@ -439,8 +467,6 @@ class Connection:
                         f"The connection to {host} keeps dropping while `{short_command(cmd)}` "
                         "runs; check the network and try again."
                     ) from None
-                continue
-            return decode_result(cmd, status, out, err, host, check)
 
     async def run_framed(
         self, command: str | Sequence[str], *, timeout: float | None = None, check: bool = False
@@ -532,17 +558,7 @@ class Connection:
             ConnectionLost: the connection keeps dropping.
             RemoteError: a connect error (see :meth:`connect`).
         """
-        for _ in range(4):
-            conn = await self._ensure()
-            try:
-                return await exec_command(
-                    conn, self.host or "", cmd, None, self.profile.command_timeout
-                )
-            except Dropped as dropped:
-                self._mark_dropped(conn, str(dropped))
-        raise ConnectionLost(
-            f"The connection to {self.host} keeps dropping; check the network and try again."
-        )
+        return await self._exec(cmd, None, self.profile.command_timeout, True)
 
     # ------------------------------------------------------------------ close
 

@@ -49,6 +49,7 @@ from tao_slurm_tui.services.backend import (
 from tao_slurm_tui.services.capacity_cache import CapacityCache
 from tao_slurm_tui.services.fake_capacity import fake_capacity, fake_start_estimate
 from tao_slurm_tui.services.fake_history import FakeHistory
+from tao_slurm_tui.services.login_prompts import Prompter
 
 FROZEN_TIME = 1_778_400_000.0
 """The fake's default 'now' (a fixed instant, so screens render identically every run)."""
@@ -323,6 +324,8 @@ class FakeBackend:
             j.id: j for j in (jobs if jobs is not None else seed_jobs(self.clock()))
         }
         self._state = "connected"
+        self.prompter: Prompter | None = None
+        """What the front installed to answer one-time codes (the fake never asks)."""
         self._last_poll: float | None = self.clock() - 4
         self._listeners: list[Callable[[str], None]] = []
         self._checks = checks if checks is not None else seed_doctor()
@@ -405,6 +408,17 @@ class FakeBackend:
         """Register a connection-state listener."""
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def use_prompter(self, prompter: Prompter | None) -> None:
+        """Nothing asks: the fake cluster needs no one-time code."""
+        self.prompter = prompter
+
+    def ask_again(self) -> None:
+        """Nothing to ask again."""
+
+    async def share_connection(self) -> bool:
+        """Nothing to share."""
+        return False
 
     def set_state(self, state: str) -> None:
         """Change the connection state and tell the listeners (test hook)."""

@@ -1,0 +1,12 @@
+"""The cluster's keyboard-interactive questions (a one-time code) as the fronts see them.
+
+The remote layer puts a challenge to a :data:`Prompter` of the front (the dashboard's masked
+modal, the CLI's terminal); the fronts may not import the remote layer, so its types come
+through here. The answers are handed back and dropped: never stored, logged or written.
+"""
+
+from __future__ import annotations
+
+from tao_slurm_tui.remote.prompts import LoginPrompt, Prompter, PromptLine, printable
+
+__all__ = ["LoginPrompt", "PromptLine", "Prompter", "printable"]
