@@ -161,9 +161,10 @@ class TaoSlurmApp(App[None]):
         self.push_screen(modal, answered)
         try:
             return await answer
-        finally:
-            if not answer.done() and self.screen is modal:
+        except asyncio.CancelledError:
+            if modal in self.screen_stack[-1:]:
                 modal.dismiss(None)
+            raise
 
     def _listen(self, backend: Backend) -> None:
         """Hear ``backend``'s connection changes (and no longer the previous back end's)."""

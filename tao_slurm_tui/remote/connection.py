@@ -150,6 +150,7 @@ class Connection:
         self._client: LoginClient | None = None
         self._lock = asyncio.Lock()
         self._reconnect_task: asyncio.Task[None] | None = None
+        self._dialing: asyncio.Future[None] | None = None
         self._last_error: Exception | None = None
         self._closing = False
         self._shells = ShellSlot()
@@ -197,15 +198,14 @@ class Connection:
     # ------------------------------------------------------------------ connect
 
     async def connect(self) -> None:
-        """Open the connection, trying the login hosts in order (remembered host first).
+        """Open the connection, trying the login hosts in order (remembered host first). A
+        caller cancelled meanwhile (a poll replaced by the next) does not cancel the login: a
+        one-time code typed for it is not wasted; :meth:`close` does.
 
         Raises:
-            ConnectError: every login host failed (``failures`` lists why).
-            UnknownHostKey: the host is not in known_hosts (carries the fingerprint).
-            HostKeyChanged: the host's key differs from known_hosts; refused.
-            AuthenticationFailed: the server refused the key/agent/password.
-            KeyPermissionError: the private key is accessible by group or others.
-            KeyLoadError: the private key is missing, unreadable or encrypted.
+            RemoteError: ConnectError (every host, ``failures`` says why), UnknownHostKey,
+                HostKeyChanged, AuthenticationFailed (CodeRequired, CodeNotGiven).
+            BadInput: KeyPermissionError, KeyLoadError (the private key).
         """
         self._closing = False
         if self._usable():
@@ -216,9 +216,17 @@ class Connection:
             await asyncio.shield(task)
             if self._usable():
                 return
+        dial = self._dialing
+        if dial is None or dial.done():
+            dial = self._dialing = asyncio.ensure_future(self._connect())
+            dial.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.shield(dial)
+
+    async def _connect(self) -> None:
         async with self._lock:
             if self._usable():
                 return
+            self.login.check()  # again: a reconnect waited for may have stopped at the code
             self._set_state(ConnectionState.CONNECTING, f"connecting to {self._where()}")
             try:
                 await self._open()
@@ -473,10 +481,9 @@ class Connection:
     ) -> CommandResult:
         """Run an idempotent command (no stdin) on the connection's long-lived shell.
 
-        One network round trip instead of :meth:`run`'s two (channel open, then exec): see
-        :mod:`tao_slurm_tui.remote.shell`. Commands run one at a time; after a drop or a lost
-        shell the command runs again on a new shell (as ``run(retry_on_drop=True)``). Where the
-        login host does not allow the shell, this is :meth:`run` (until the next reconnect).
+        One network round trip instead of :meth:`run`'s two (:mod:`tao_slurm_tui.remote.shell`).
+        One at a time; after a drop or a lost shell it runs again on a new shell. Where the login
+        host does not allow the shell, this is :meth:`run` (until the next reconnect).
 
         Raises:
             CommandTimeout: the command took longer than ``timeout`` (the shell is replaced).
@@ -515,10 +522,8 @@ class Connection:
     async def create_process(
         self, command: str | Sequence[str], **kwargs: Any
     ) -> asyncssh.SSHClientProcess[Any]:
-        """Start a long-running remote process for streaming (e.g. ``tail -F``).
-
-        The process ends when the connection drops; the caller starts a new one (after which
-        this method waits for the reconnect).
+        """Start a long-running remote process for streaming (e.g. ``tail -F``); it ends when
+        the connection drops, and the caller starts a new one (this waits for the reconnect).
 
         Raises:
             ConnectionLost: the connection dropped twice while opening the process.
@@ -551,13 +556,8 @@ class Connection:
         )
 
     async def run_bytes(self, cmd: str) -> tuple[int, bytes, bytes]:
-        """Like :meth:`run` for an idempotent command (run again after a drop), returning the
-        exit status and raw bytes (for :class:`Transfer`).
-
-        Raises:
-            ConnectionLost: the connection keeps dropping.
-            RemoteError: a connect error (see :meth:`connect`).
-        """
+        """:meth:`run` for an idempotent command (run again after a drop), returning the exit
+        status and raw bytes (for :class:`Transfer`); raises as :meth:`run`."""
         return await self._exec(cmd, None, self.profile.command_timeout, True)
 
     # ------------------------------------------------------------------ close
@@ -575,12 +575,12 @@ class Connection:
         """Close the connection (no reconnect follows); state becomes ``DISCONNECTED``."""
         self._closing = True
         self._password = None  # a one-time onboarding password: not kept past this connection
-        task = self._reconnect_task
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._reconnect_task = None
+        for task in (self._reconnect_task, self._dialing):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, RemoteError, BadInput):
+                    await task
+        self._reconnect_task = self._dialing = None
         conn = self._let_go()
         if conn is not None:
             with contextlib.suppress(OSError, asyncssh.Error):

@@ -97,18 +97,22 @@ class ShareServer:
         safe (then nothing is shared and every front logs in itself). True when serving."""
         if self._server is not None:
             return True
+        # At once, before any await: a connect of this very connection running meanwhile must
+        # not attach to the socket about to serve it (it would wait on itself).
+        self.connection.login.serving = True
         try:
             directory = share_dir()
             path = socket_path(self.connection.profile, directory)
             if not self._lock(path.with_suffix(".lock")):
                 log.info("another dashboard shares the connection at %s", path)
+                self.connection.login.serving = False
                 return False
             await self._listen(directory, path)
         except (OSError, ShareUnavailable) as exc:
             log.warning("the connection is not shared: %s", exc)
+            self.connection.login.serving = False
             self._unlock()
             return False
-        self.connection.login.serving = True
         self._unlisten = self.connection.add_state_listener(self._on_state)
         log.info("sharing the connection at %s", path)
         return True

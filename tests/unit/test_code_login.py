@@ -172,6 +172,10 @@ async def test_a_drop_then_a_declined_code_goes_down_once(
     try:
         await conn.connect()
         server.drop_all()
+        # A command waiting on the reconnect hears its outcome; it does not ask once more.
+        waiting = asyncio.ensure_future(conn.run("true"))
+        with pytest.raises(CodeNotGiven):
+            await waiting
         for _ in range(50):
             if conn.state is ConnectionState.DOWN:
                 break
@@ -205,11 +209,30 @@ async def test_closing_withdraws_a_question_still_on_screen(
     conn.login.prompter = never_answers
     dial = asyncio.ensure_future(conn.connect())
     await asyncio.wait_for(shown.wait(), 10)
-    dial.cancel()
+    await conn.close()
     with pytest.raises(asyncio.CancelledError):
         await dial
     await asyncio.wait_for(withdrawn.wait(), 5)
-    await conn.close()
+
+
+async def test_a_caller_cancelled_meanwhile_does_not_waste_the_code(
+    site: tuple[CodeServer, Profile],
+) -> None:
+    """The dashboard's poll that started the login may be replaced by the next one while the
+    user types: the login goes on, and the next caller joins it instead of asking again."""
+    server, profile = site
+    typist = Typist(server.issue(), delay=0.5)
+    conn = Connection(profile)
+    conn.login.prompter = typist
+    first = asyncio.ensure_future(conn.connect())
+    while not typist.asked:
+        await asyncio.sleep(0.01)
+    first.cancel()
+    try:
+        await asyncio.wait_for(conn.connect(), 10)
+        assert conn.connected and len(typist.asked) == 1 and server.logins == 1
+    finally:
+        await conn.close()
 
 
 async def test_the_code_is_never_logged_or_kept(
