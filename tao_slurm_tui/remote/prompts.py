@@ -17,76 +17,22 @@ timeout (:class:`~tao_slurm_tui.remote.dial.Deadline`).
 from __future__ import annotations
 
 import asyncio
-import re
-import unicodedata
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from tao_slurm_tui.remote.authprobe import looks_like_second_factor
+from tao_slurm_tui.core.login_prompt import (
+    LoginPrompt,
+    Prompter,
+    PromptLine,
+    looks_like_second_factor,
+    printable,
+)
 from tao_slurm_tui.remote.dial import Deadline
+
+__all__ = ["Answering", "LoginPrompt", "PromptLine", "Prompter", "printable"]
 
 MAX_ASKS = 3
 """The user is asked at most this many times in one login (a wrong code, then the next one);
 sshd gives up after a few failed tries too."""
-
-
-@dataclass(frozen=True)
-class PromptLine:
-    """One question of a challenge, as the server sent it."""
-
-    text: str
-    """The prompt text exactly as sent (show it as data: :func:`printable`, never as markup)."""
-    echo: bool
-    """False for secrets (codes, passwords): the front must not show what is typed."""
-
-
-@dataclass(frozen=True)
-class LoginPrompt:
-    """A keyboard-interactive challenge for the user to answer."""
-
-    host: str
-    """The login host asking."""
-    user: str
-    """The user logging in."""
-    name: str
-    """The challenge's name (often empty)."""
-    instructions: str
-    """The challenge's instructions (often empty)."""
-    lines: tuple[PromptLine, ...]
-    """The questions, at least one."""
-    again: bool = False
-    """An earlier answer in this login was not accepted (the server asks anew)."""
-
-    @property
-    def asks_for_code(self) -> bool:
-        """True when this looks like a one-time code / second factor, not a password."""
-        texts = [line.text for line in self.lines] + [self.instructions]
-        return any(looks_like_second_factor(text) for text in texts if text.strip())
-
-    @property
-    def title(self) -> str:
-        """``One-time code for slurmmfa@login1`` (or ``Password for ...``)."""
-        what = "One-time code" if self.asks_for_code else "Login question"
-        return f"{what} for {self.user or 'you'}@{self.host}"
-
-
-Prompter = Callable[[LoginPrompt], Awaitable[list[str] | None]]
-"""Answers a challenge: one string per line, or None when the user declined (Escape, Ctrl+C)."""
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """Server text made safe to show: control characters (an escape sequence a hostile server
-    could send to a terminal) appear as ``\\x1b`` instead of acting; newlines and tabs stay."""
-
-    def escape(match: re.Match[str]) -> str:
-        return f"\\x{ord(match.group()):02x}"
-
-    text = _CONTROL.sub(escape, text)
-    # Unicode bidi overrides could reorder what the user reads: show those as escapes too.
-    return "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) == "Cf" else ch for ch in text)
 
 
 def _is_password_prompt(lines: Sequence[PromptLine]) -> bool:
