@@ -3,15 +3,14 @@
 It asks as the sandbox's PAM TOTP sshd does: one keyboard-interactive prompt
 ``'Verification code: '`` with echo off, then, after a right code, a second challenge with no
 prompts that must be answered with an empty list. A code works once (:meth:`CodeServer.issue`
-hands out fresh ones). Commands run with local ``bash -c`` (as :mod:`tests.fakesshd`'s), so the
-real :class:`~tao_slurm_tui.remote.connection.Connection` runs real commands over it. asyncssh's
-server has no partial success, so the key is not part of the login here; the sandbox's real
+hands out fresh ones). Commands run with local ``bash -c`` (:func:`tests.fakesshd.run_with_bash`),
+so the real :class:`~tao_slurm_tui.remote.connection.Connection` runs real commands over it. The
+asyncssh server has no partial success, so the key is not part of the login here; the sandbox's real
 ``publickey,keyboard-interactive`` sshd covers that (tests/integration/test_mfa.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import asyncssh
 
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.hostkeys import known_hosts_line
+from tests.fakesshd import run_with_bash
 
 PROMPT = "Verification code: "
 
@@ -91,7 +91,7 @@ class CodeServer:
             0,
             server_host_keys=[host_key],
             server_factory=_Server,
-            process_factory=_run,
+            process_factory=run_with_bash,
             encoding=None,
             allow_scp=False,
         )
@@ -115,43 +115,3 @@ class CodeServer:
         if self._server is not None:
             self._server.close()
         self.drop_all()
-
-
-async def _run(process: asyncssh.SSHServerProcess[bytes]) -> None:
-    """Run the command with bash (stdin, stdout, stderr and the exit status forwarded)."""
-    proc = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        process.command or "bash",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdin and proc.stdout and proc.stderr
-
-    async def feed() -> None:
-        stdin = proc.stdin
-        assert stdin is not None
-        try:
-            while data := await process.stdin.read(65536):
-                stdin.write(data)
-                await stdin.drain()
-        except (OSError, asyncssh.Error):
-            pass
-        finally:
-            stdin.close()
-
-    async def pump(source: asyncio.StreamReader, sink: asyncssh.SSHWriter[bytes]) -> None:
-        while data := await source.read(65536):
-            sink.write(data)
-
-    feeder = asyncio.ensure_future(feed())
-    try:
-        await asyncio.gather(pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr))
-        code = await proc.wait()
-    finally:
-        feeder.cancel()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    process.exit(code)
