@@ -242,15 +242,9 @@ class Connection:
         self._set_state(ConnectionState.DOWN, str(exc))
 
     def use_profile(self, profile: Profile) -> bool:
-        """Serve ``profile`` from now on (a saved edit of the profile).
-
-        When it logs in elsewhere or otherwise (login hosts, port, user, key, known_hosts, see
-        :meth:`Profile.logs_in_as`), the open connection, which went to the old place, is closed
-        and the next command dials the new settings; otherwise the connection is kept as it is.
-
-        Returns:
-            True when the open connection (if any) was let go.
-        """
+        """Serve ``profile`` from now on (a saved edit of the profile). When it logs in elsewhere
+        or otherwise (:meth:`Profile.logs_in_as`), the open connection (to the old place) is let
+        go and the next command dials the new settings: then True; else it is kept: False."""
         old, self.profile = self.profile, profile
         if old.logs_in_as(profile):
             return False
@@ -265,11 +259,8 @@ class Connection:
 
     @classmethod
     def to_host(cls, profile: Profile, host: str, *, password: str | None = None) -> Connection:
-        """A connection to ONE login host of ``profile``, without failover.
-
-        The failover policy lives in :meth:`_host_order`; services that must ask every login
-        host (reconciling a lost submission, installing a key, checking each login) use this.
-        """
+        """A connection to ONE login host of ``profile``, without failover (:meth:`_host_order`),
+        for services that must ask every login host (reconcile, install a key, check logins)."""
         return cls(profile.model_copy(update={"hostnames": [host]}), password=password)
 
     def _host_order(self) -> list[str]:
@@ -316,7 +307,7 @@ class Connection:
                 password=self._password,
             )
             try:
-                conn = await open_host(self.profile, host, client, options)
+                conn = await self._login(host, client, options)
             except HostFailed as failed:
                 log.info("login host %s failed: %s", host, failed.reason)
                 failures.append((host, failed.reason))
@@ -334,6 +325,13 @@ class Connection:
             "the host names, the port and your network or VPN.",
             failures,
         )
+
+    async def _login(
+        self, host: str, client: LoginClient, options: dict[str, Any]
+    ) -> asyncssh.SSHClientConnection:
+        """Log in to one login host (:func:`~tao_slurm_tui.remote.login.open_host`): the seam the
+        fake cluster replaces, keeping failover, states, reconnect and the shell above it."""
+        return await open_host(self.profile, host, client, options)
 
     # ------------------------------------------------------------------ drops and reconnect
 
