@@ -281,7 +281,16 @@ class TaoSlurmApp(App[None]):
 
         if isinstance(self.screen, OverviewScreen):
             return
-        overview = Overview(self.backend, self.backend_factory)
+        factory = self.backend_factory
+
+        def opened(name: str) -> Backend:
+            # A cluster that asks for a one-time code asks here too, in the same modal.
+            assert factory is not None
+            backend = factory(name)
+            backend.use_prompter(self.ask_login_question)
+            return backend
+
+        overview = Overview(self.backend, opened if factory is not None else None)
 
         def chosen(name: str | None) -> None:
             # Switching into a cluster reuses the connection the overview opened for it.

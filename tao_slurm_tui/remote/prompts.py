@@ -69,6 +69,8 @@ class Answering:
         """A challenge nobody could answer (no prompter: no terminal)."""
         self.last: LoginPrompt | None = None
         """The last challenge put to the user."""
+        self.used_password = False
+        """The onboarding password answered a password prompt (the first factor)."""
         self._pending: asyncio.Future[list[str] | None] | None = None
 
     def wants_user(self) -> bool:
@@ -84,6 +86,7 @@ class Answering:
             return []  # an information message only (PAM's closing challenge)
         if self._password is not None and _is_password_prompt(lines):
             password, self._password = self._password, None
+            self.used_password = True
             return [password]
         prompt = LoginPrompt(self.host, self.user, name, instructions, lines, self.asked > 0)
         if self._prompter is None:
@@ -112,8 +115,14 @@ class Answering:
         if self.last is None:
             return ""
         text = printable(self.last.lines[0].text.strip())
-        what = "a one-time code" if self.last.asks_for_code else "an answer"
-        return f"your key, then {what} ({text!r}, keyboard-interactive)"
+        first = "your password" if self.used_password else "your key"
+        if not self.last.asks_for_code:
+            return f"{first}, then an answer ({text!r}, keyboard-interactive)"
+        return (
+            f"{first}, then a one-time code ({text!r}, keyboard-interactive), asked per "
+            "connection: an ssh-agent does not avoid it; with the dashboard open, commands "
+            "beside it use its connection and need no code"
+        )
 
     def forget(self) -> None:
         """The login is over: drop the onboarding password, and withdraw a question still on

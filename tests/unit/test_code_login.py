@@ -266,3 +266,25 @@ def test_server_text_is_shown_as_data() -> None:
     shown = printable(hostile)
     assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
     assert "\\x1b" in shown and "[bold]x[/bold]" in shown
+
+
+async def test_the_doctor_says_how_it_got_in_and_what_one_code_per_session_means(
+    site: tuple[CodeServer, Profile],
+) -> None:
+    from tao_slurm_tui.core.preflight import CheckStatus
+    from tao_slurm_tui.services.onboarding import run_doctor
+
+    server, profile = site
+    conn = Connection(profile)
+    conn.login.prompter = Typist(server.issue())
+    try:
+        report = await run_doctor(profile, connection=conn, environ={})
+    finally:
+        await conn.close()
+    [login] = [r for r in report.results if r.check == "login"]
+    assert login.status is CheckStatus.PASS, login
+    assert (
+        "works on 127.0.0.1 (your key, then a one-time code ('Verification code:'" in login.detail
+    )
+    assert "an ssh-agent does not avoid it" in login.detail
+    assert "with the dashboard open" in login.detail
