@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import termios
 from collections.abc import Iterator
 from typing import IO
@@ -41,34 +40,46 @@ def terminal_prompter(tty: str = TTY) -> Prompter | None:
 def ask_on_terminal(prompt: LoginPrompt, tty: str = TTY) -> list[str] | None:
     """Ask every line of ``prompt`` on the terminal; None when it ends (Ctrl+D) or is gone."""
     try:
-        stream = open(tty, "r+", encoding="utf-8", errors="replace", buffering=1)  # noqa: SIM115
+        fd = os.open(tty, os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return None
-    with stream:
-        stream.write(f"tao-slurm-tui: {printable(prompt.title)}\n")
-        if prompt.again:
-            stream.write("That answer was not accepted; a code works once, enter the next one.\n")
-        for words in (prompt.name, prompt.instructions):
-            if words.strip():
-                stream.write(printable(words.strip()) + "\n")
-        answers = []
-        for line in prompt.lines:
-            stream.write(printable(line.text) or "Answer: ")
-            stream.flush()
-            with _no_echo(stream) if not line.echo else contextlib.nullcontext():
-                answer = stream.readline()
-            if not line.echo:
-                stream.write("\n")
-            if not answer:
-                return None
-            answers.append(answer.rstrip("\r\n"))
-        return answers
+    # Two text streams on the one descriptor: a terminal cannot seek, so no "r+" file.
+    try:
+        with (
+            open(fd, "w", encoding="utf-8", closefd=False) as out,
+            open(fd, encoding="utf-8", errors="replace", closefd=False) as answers_in,
+        ):
+            return _ask(prompt, fd, out, answers_in)
+    finally:
+        os.close(fd)
+
+
+def _ask(prompt: LoginPrompt, fd: int, out: IO[str], answers_in: IO[str]) -> list[str] | None:
+    out.write(f"tao-slurm-tui: {printable(prompt.title)}\n")
+    if prompt.again:
+        out.write("That answer was not accepted; a code works once, enter the next one.\n")
+    for words in (prompt.name, prompt.instructions):
+        if words.strip():
+            out.write(printable(words.strip()) + "\n")
+    answers = []
+    for line in prompt.lines:
+        # Echo off before the question shows (as getpass does): nothing typed is ever echoed.
+        with _no_echo(fd) if not line.echo else contextlib.nullcontext():
+            out.write(printable(line.text) or "Answer: ")
+            out.flush()
+            answer = answers_in.readline()
+        if not line.echo:
+            out.write("\n")
+            out.flush()
+        if not answer:
+            return None
+        answers.append(answer.rstrip("\r\n"))
+    return answers
 
 
 @contextlib.contextmanager
-def _no_echo(stream: IO[str]) -> Iterator[None]:
+def _no_echo(fd: int) -> Iterator[None]:
     """Turn the terminal's echo off while the body reads (restored even on Ctrl+C)."""
-    fd = stream.fileno()
     try:
         old = termios.tcgetattr(fd)
     except termios.error:
@@ -81,4 +92,3 @@ def _no_echo(stream: IO[str]) -> Iterator[None]:
         yield
     finally:
         termios.tcsetattr(fd, termios.TCSAFLUSH, old)
-        sys.stderr.flush()

@@ -200,3 +200,22 @@ def test_a_command_alone_without_a_terminal_says_how_to_get_a_code_free_session(
     assert "no terminal" in message and "dashboard" in message
     assert "install the public key" not in message and "refused the SSH login" not in message
     assert len(message.splitlines()) == 1
+
+
+def test_a_command_alone_in_a_terminal_asks_there_without_echo(world: dict[str, Any]) -> None:
+    user = world["mfa"]["user"]
+    before = len(accepted(user))
+    argv = [sys.executable, "-m", "tao_slurm_tui", "--config", str(world["config"]), "capacity"]
+    terminal = Terminal(argv, world["env"], world["tmp"], size=(110, 32))
+    try:
+        terminal.wait_for(f"One-time code for {user}@", timeout=60)
+        terminal.wait_for("Verification code:")
+        code = sandbox.totp_code()
+        terminal.text(code)
+        assert code not in terminal.screen(), "the code is echoed"
+        terminal.keys("Enter")
+        assert terminal.wait_exit(timeout=90) == 0, terminal.stderr()
+        assert "GPUs free" in terminal.screen() and code not in terminal.screen()
+    finally:
+        terminal.close()
+    assert len(accepted(user)) == before + 1
