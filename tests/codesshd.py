@@ -11,7 +11,9 @@ asyncssh server has no partial success, so the key is not part of the login here
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +117,14 @@ class CodeServer:
         if self._server is not None:
             self._server.close()
         self.drop_all()
+
+
+@contextlib.asynccontextmanager
+async def code_site(tmp_path: Path) -> AsyncIterator[tuple[CodeServer, Profile]]:
+    """A code-asking login host on loopback and the profile that logs in there; cut at the end."""
+    server = CodeServer()
+    profile = await server.start(tmp_path)
+    try:
+        yield server, profile
+    finally:
+        server.close()

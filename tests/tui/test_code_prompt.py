@@ -25,17 +25,15 @@ from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.login_prompts import LoginPrompt, PromptLine
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.widgets.app_header import AppHeader
-from tests.codesshd import PROMPT, CodeServer
+from tests.codesshd import PROMPT, CodeServer, code_site
 from tests.tui.conftest import build_app
 from tests.tui.waits import wait_for
 
 
 @pytest.fixture
 async def site(tmp_path: Path) -> AsyncIterator[tuple[CodeServer, Profile]]:
-    server = CodeServer()
-    profile = await server.start(tmp_path)
-    yield server, profile.model_copy(update={"connect_timeout": 5, "command_timeout": 15})
-    server.close()
+    async with code_site(tmp_path) as (server, profile):
+        yield server, profile.model_copy(update={"connect_timeout": 5, "command_timeout": 15})
 
 
 async def type_code(pilot: Pilot[None], app: TaoSlurmApp, code: str) -> None:

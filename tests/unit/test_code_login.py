@@ -21,15 +21,13 @@ from tao_slurm_tui.remote.connection import (
     ConnectionState,
 )
 from tao_slurm_tui.remote.prompts import LoginPrompt, printable
-from tests.codesshd import PROMPT, CodeServer
+from tests.codesshd import PROMPT, CodeServer, code_site
 
 
 @pytest.fixture
 async def site(tmp_path: Path) -> AsyncIterator[tuple[CodeServer, Profile]]:
-    server = CodeServer()
-    profile = await server.start(tmp_path)
-    yield server, profile
-    server.close()
+    async with code_site(tmp_path) as running:
+        yield running
 
 
 class Typist:

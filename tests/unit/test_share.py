@@ -20,16 +20,14 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote import share
 from tao_slurm_tui.remote.connection import CodeRequired, Connection, ConnectionState
 from tao_slurm_tui.remote.share_server import ShareServer
-from tests.codesshd import CodeServer
+from tests.codesshd import CodeServer, code_site
 from tests.unit.test_code_login import Typist
 
 
 @pytest.fixture
 async def site(tmp_path: Path) -> AsyncIterator[tuple[CodeServer, Profile]]:
-    server = CodeServer()
-    profile = await server.start(tmp_path)
-    yield server, profile
-    server.close()
+    async with code_site(tmp_path) as running:
+        yield running
 
 
 @pytest.fixture
