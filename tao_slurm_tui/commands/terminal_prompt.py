@@ -16,7 +16,8 @@ import termios
 from collections.abc import Iterator
 from typing import IO
 
-from tao_slurm_tui.services.login_prompts import LoginPrompt, Prompter, printable
+from tao_slurm_tui.core.shown import shown_text
+from tao_slurm_tui.services.login_prompts import LoginPrompt, Prompter
 
 TTY = "/dev/tty"
 
@@ -55,17 +56,17 @@ def ask_on_terminal(prompt: LoginPrompt, tty: str = TTY) -> list[str] | None:
 
 
 def _ask(prompt: LoginPrompt, fd: int, out: IO[str], answers_in: IO[str]) -> list[str] | None:
-    out.write(f"tao-slurm-tui: {printable(prompt.title)}\n")
+    out.write(f"tao-slurm-tui: {shown_text(prompt.title)}\n")
     if prompt.again:
         out.write("That answer was not accepted; a code works once, enter the next one.\n")
     for words in (prompt.name, prompt.instructions):
         if words.strip():
-            out.write(printable(words.strip()) + "\n")
+            out.write(shown_text(words.strip()) + "\n")
     answers = []
     for line in prompt.lines:
         # Echo off before the question shows (as getpass does): nothing typed is ever echoed.
         with _no_echo(fd) if not line.echo else contextlib.nullcontext():
-            out.write(printable(line.text) or "Answer: ")
+            out.write(shown_text(line.text) or "Answer: ")
             out.flush()
             answer = answers_in.readline()
         if not line.echo:

@@ -1,15 +1,15 @@
 """A login's keyboard-interactive questions (a one-time code, a password), as data.
 
 Pure: what the server asked (:class:`LoginPrompt`), the front's answerer (:data:`Prompter`),
-telling a one-time code from a password (:func:`looks_like_second_factor`), and showing the
-server's words safely (:func:`printable`). The remote layer puts the questions
-(:mod:`tao_slurm_tui.remote.prompts`); the fronts answer them without importing it.
+and telling a one-time code from a password (:func:`looks_like_second_factor`). The server's
+words are shown as all remote text is (:func:`~tao_slurm_tui.core.shown.shown_text`). The remote
+layer puts the questions (:mod:`tao_slurm_tui.remote.prompts`); the fronts answer them without
+importing it.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -30,7 +30,8 @@ class PromptLine:
     """One question of a challenge, as the server sent it."""
 
     text: str
-    """The prompt text exactly as sent (show it as data: :func:`printable`, never as markup)."""
+    """The prompt text exactly as sent (show it as data, never as markup:
+    :func:`~tao_slurm_tui.core.shown.shown_text`)."""
     echo: bool
     """False for secrets (codes, passwords): the front must not show what is typed."""
 
@@ -67,18 +68,3 @@ class LoginPrompt:
 
 Prompter = Callable[[LoginPrompt], Awaitable[list[str] | None]]
 """Answers a challenge: one string per line, or None when the user declined (Escape, Ctrl+C)."""
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """Server text made safe to show: control characters (an escape sequence a hostile server
-    could send to a terminal) appear as ``\\x1b`` instead of acting; newlines and tabs stay."""
-
-    def escape(match: re.Match[str]) -> str:
-        return f"\\x{ord(match.group()):02x}"
-
-    text = _CONTROL.sub(escape, text)
-    # Unicode bidi overrides could reorder what the user reads: show those as escapes too.
-    return "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) == "Cf" else ch for ch in text)

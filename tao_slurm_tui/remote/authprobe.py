@@ -20,6 +20,7 @@ from tao_slurm_tui.core.login_prompt import looks_like_second_factor
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.dial import dial
 from tao_slurm_tui.remote.hostkeys import read_known_hosts
+from tao_slurm_tui.remote.login import forwarding_options
 
 
 def _is_password_prompt(prompt: str) -> bool:
@@ -101,6 +102,7 @@ async def probe_login(
         "login_timeout": limit,
         "password_auth": True,
         "kbdint_auth": True,
+        **forwarding_options(profile),
     }
     if profile.port != 22 or not profile.use_ssh_config:
         options["port"] = profile.port

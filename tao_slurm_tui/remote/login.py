@@ -25,6 +25,7 @@ from typing import Any
 import asyncssh
 
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.shown import shown_text
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.dial import Deadline, dial, failure_reason
 from tao_slurm_tui.remote.errors import (
@@ -44,7 +45,7 @@ from tao_slurm_tui.remote.hostkeys import (
     read_known_hosts,
 )
 from tao_slurm_tui.remote.keys import check_offered_keys
-from tao_slurm_tui.remote.prompts import Answering, printable
+from tao_slurm_tui.remote.prompts import Answering
 
 LostCallback = Callable[["LoginClient", Exception | None], None]
 """Called when an open connection is lost (with asyncssh's reason, None for a clean close)."""
@@ -103,6 +104,17 @@ class LoginClient(asyncssh.SSHClient):
         self.on_lost(self, exc)
 
 
+def forwarding_options(profile: Profile) -> dict[str, Any]:
+    """Agent and X11 forwarding, off unless the profile asks for the agent.
+
+    asyncssh honours ``ForwardAgent`` (and ``ForwardX11Trusted``) from ``~/.ssh/config``: the
+    user's agent would be forwarded on every channel, the long-lived shell included, for
+    anything running as the user (or root) on the login host to use. The tool never needs
+    either; an explicit value wins over the config file.
+    """
+    return {"agent_forwarding": profile.forward_agent, "x11_forwarding": False}
+
+
 def connect_options(
     profile: Profile, host: str, *, keepalive_interval: float, password: str | None
 ) -> dict[str, Any]:
@@ -134,6 +146,7 @@ def connect_options(
         "connect_timeout": None,
         "login_timeout": LOGIN_GRACE,
         "kbdint_auth": True,
+        **forwarding_options(profile),
     }
     # With ~/.ssh/config in use, a default port/empty user leave Port/User to the config
     # (an explicit profile value wins, like `ssh -p`).
@@ -209,7 +222,7 @@ def code_error(profile: Profile, host: str, answering: Answering) -> Authenticat
     user = profile.user or "your user"
     unanswered = answering.unanswered
     if unanswered is not None:
-        asked = "; ".join(repr(printable(line.text.strip())) for line in unanswered.lines)
+        asked = "; ".join(repr(shown_text(line.text.strip())) for line in unanswered.lines)
         what = "a one-time code" if unanswered.asks_for_code else "an answer"
         return CodeRequired(
             f"{host} asks {user} for {what} ({asked}) after the key, and there is no terminal "

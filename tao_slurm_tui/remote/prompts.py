@@ -24,11 +24,11 @@ from tao_slurm_tui.core.login_prompt import (
     Prompter,
     PromptLine,
     looks_like_second_factor,
-    printable,
 )
+from tao_slurm_tui.core.shown import shown_text
 from tao_slurm_tui.remote.dial import Deadline
 
-__all__ = ["Answering", "LoginPrompt", "PromptLine", "Prompter", "printable"]
+__all__ = ["Answering", "LoginPrompt", "PromptLine", "Prompter"]
 
 MAX_ASKS = 3
 """The user is asked at most this many times in one login (a wrong code, then the next one);
@@ -114,7 +114,7 @@ class Answering:
         """How this login went, for the doctor ('' when nobody was asked)."""
         if self.last is None:
             return ""
-        text = printable(self.last.lines[0].text.strip())
+        text = shown_text(self.last.lines[0].text.strip())
         first = "your password" if self.used_password else "your key"
         if not self.last.asks_for_code:
             return f"{first}, then an answer ({text!r}, keyboard-interactive)"

@@ -9,14 +9,14 @@ the queue and every command beside it wait for the login, and the modal says so.
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from tao_slurm_tui.services.login_prompts import LoginPrompt, printable
+from tao_slurm_tui.services.login_prompts import LoginPrompt
+from tao_slurm_tui.widgets.plain import plain, plain_line
 from tao_slurm_tui.widgets.secret_input import SecretInput
 
 
@@ -34,18 +34,20 @@ class CodePromptModal(ModalScreen[list[str] | None]):
         """Title, the server's words, one field per question, what waits, two buttons."""
         prompt = self.prompt
         with Vertical(id="dialog"):
-            yield Label(Text(prompt.title), id="title")
+            yield Label(plain_line(prompt.title), id="title", markup=False)
             if prompt.again:
                 yield Static(
                     "That answer was not accepted. A code works once and changes every 30 s: "
                     "enter the next one.",
                     id="again",
+                    markup=False,
                 )
             for words in (prompt.name, prompt.instructions):
                 if words.strip():
-                    yield Static(Text(printable(words.strip())), classes="server-text")
+                    yield Static(plain(words.strip()), classes="server-text", markup=False)
             for index, line in enumerate(prompt.lines):
-                yield Label(Text(printable(line.text.strip()) or "Answer:"), classes="question")
+                question = line.text.strip() or "Answer:"
+                yield Label(plain(question), classes="question", markup=False)
                 if line.echo:
                     yield Input(id=f"answer-{index}", classes="answer")
                 else:
@@ -54,6 +56,7 @@ class CodePromptModal(ModalScreen[list[str] | None]):
                 "The queue and the commands started beside it wait for this login; one code "
                 "serves them all.",
                 id="advice",
+                markup=False,
             )
             with Horizontal(id="buttons"):
                 yield Button("Log in", id="submit", variant="primary")

@@ -8,6 +8,6 @@ stored, logged or written.
 
 from __future__ import annotations
 
-from tao_slurm_tui.core.login_prompt import LoginPrompt, Prompter, PromptLine, printable
+from tao_slurm_tui.core.login_prompt import LoginPrompt, Prompter, PromptLine
 
-__all__ = ["LoginPrompt", "PromptLine", "Prompter", "printable"]
+__all__ = ["LoginPrompt", "PromptLine", "Prompter"]

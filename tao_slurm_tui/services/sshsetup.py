@@ -31,6 +31,7 @@ import asyncssh
 
 from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.profile import DEFAULT_KNOWN_HOSTS, Profile
+from tao_slurm_tui.core.shown import shown_text
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import (
@@ -46,7 +47,6 @@ from tao_slurm_tui.remote.hostkeys import (
     normalize_public_key,
     trust_host_key,
 )
-from tao_slurm_tui.remote.prompts import printable
 
 DEFAULT_KEY = "~/.ssh/id_ed25519"
 """Where a new key goes when the profile names none."""
@@ -436,7 +436,7 @@ async def open_key_login(
         # The key was taken, then a code asked for (nobody to type it in a check): that is
         # the site's second factor, not a setup fault; no second login needed to tell.
         await conn.close()
-        prompt = printable(exc.asked.strip())
+        prompt = shown_text(exc.asked.strip())
         return (
             LoginCheck(
                 host,

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.shown import shown_text
 from tao_slurm_tui.remote.connection import (
     CodeNotGiven,
     CodeRequired,
     Connection,
     ConnectionState,
 )
-from tao_slurm_tui.remote.prompts import LoginPrompt, printable
+from tao_slurm_tui.remote.prompts import LoginPrompt
 from tests.codesshd import PROMPT, CodeServer, code_site
 
 
@@ -261,7 +262,7 @@ async def test_the_code_is_never_logged_or_kept(
 
 def test_server_text_is_shown_as_data() -> None:
     hostile = "Code \x1b]0;pwned\x07: [bold]x[/bold] \u202e"
-    shown = printable(hostile)
+    shown = shown_text(hostile)
     assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
     assert "\\x1b" in shown and "[bold]x[/bold]" in shown
 
