@@ -73,9 +73,9 @@ class FieldInput(Input):
         width = self.scrollable_content_region.width
         if width <= 1 or cell_len(self.value) <= width:
             return strip
-        # The content starts after the padding; the last content cell becomes "…".
-        left = self.styles.padding.left
-        end = left + width
+        # The line is the content (the padding is drawn around it) and one cell more for the
+        # cursor, cut off at the edge: the last cell in view becomes "…".
+        end = width
         head = strip.crop(0, end - 1)
         style = next((seg.style for seg in reversed(list(head)) if seg.text.strip()), None)
         return Strip.join([head, Strip([Segment(ELLIPSIS, style)]), strip.crop(end)])

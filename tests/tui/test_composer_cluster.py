@@ -197,3 +197,29 @@ async def test_switches_say_what_they_do_and_keep_their_slider_when_focused(
         assert str(words.render()).startswith("on: requeued")
         await pilot.press("space")
         await wait_for(pilot, lambda: str(words.render()).startswith("off:"), "off")
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_cut_value_or_example_ends_in_an_ellipsis(
+    fake: ClusterBackend, size: tuple[int, int]
+) -> None:
+    """The pre-filled image read as the complete "…tao-toolkit:6" and examples as "e.g."."""
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _open(pilot)  # a new job: the default image, empty inputs
+        name = screen.query_one("#f-name", Input)
+        name.focus()
+        await wait_for(pilot, lambda: name.has_focus, "the name field")
+        await settle(pilot)
+        for key in ("image", "inputs"):
+            field = screen.query_one(f"#f-{key}", Input)
+            width = field.scrollable_content_region.width
+            whole = field.value or getattr(field, "example", "")
+            seen = field.render_line(0).text[:width].rstrip()
+            if len(whole) <= width:
+                assert seen == whole, (key, seen)
+                continue
+            assert seen.endswith("…") and len(seen) <= width, (key, seen)
+            assert whole.startswith(seen[:-1]), (key, seen)
+        image = screen.query_one("#f-image", Input)
+        assert len(image.value) > image.scrollable_content_region.width  # cut at either size
