@@ -43,6 +43,9 @@ class Progress:
     """Last ``status`` value (STARTED, RUNNING, SUCCESS, FAILURE, SKIPPED)."""
     message: str | None = None
     """Last ``message``."""
+    runs: dict[str, Any] = field(default_factory=dict)
+    """A TAO training's runs across wall-time slices and whether each resumed
+    (:meth:`tao_slurm_tui.core.runs.RunLedger.summary`); empty for other jobs."""
 
     @property
     def fraction(self) -> float | None:
@@ -60,6 +63,7 @@ class Progress:
             "kpi": self.kpi,
             "status": self.status,
             "message": self.message,
+            "runs": self.runs,
         }
 
     @classmethod
@@ -73,6 +77,7 @@ class Progress:
             kpi=dict(data.get("kpi") or {}),
             status=data.get("status"),
             message=data.get("message"),
+            runs=dict(data.get("runs") or {}),
         )
 
 

@@ -393,6 +393,24 @@ class RunLedger:
                 return run.epoch_seconds
         return None
 
+    def summary(self) -> dict[str, Any]:
+        """What the job's record carries (``Progress.runs``): small and bounded; empty while
+        no run is known."""
+        run = self.run
+        if run is None:
+            return {}
+        return {
+            "run": run.number,
+            "starts": [r.start for r in self.runs][-16:],
+            "no_progress": self.no_progress,
+            "problem": self.problem,
+            "stop": self.stop,
+            "checkpoint_interval": self.checkpoint_interval,
+            "last_checkpoint": self.last_checkpoint(),
+            "epoch_seconds": self.epoch_seconds(),
+            "resumed_from": run.resumed_from,
+        }
+
     # ------------------------------------------------------------------ storage
 
     def to_json(self) -> dict[str, Any]:

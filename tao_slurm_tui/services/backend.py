@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.job_output import JobOutput
+from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -178,6 +179,19 @@ class Backend(Protocol):
 
         Raises:
             BadInput: no pipeline has this id.
+        """
+        ...
+
+    async def job_runs(self, job_ids: list[str]) -> dict[str, JobRuns]:
+        """The runs of TAO trainings across wall-time slices: the run ledger (where each run
+        started, whether it resumed), the KPIs per epoch and the running slice's forecast.
+
+        What the trainings wrote since they were last read is read first (one command for all,
+        none for a running job the monitor follows). When the cluster cannot be reached the
+        stored runs are returned.
+
+        Raises:
+            BadInput: no job has one of these ids.
         """
         ...
 

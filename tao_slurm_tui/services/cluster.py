@@ -14,6 +14,7 @@ Nothing is opened until first use: ``render`` touches neither the network nor th
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import cached_property
@@ -23,6 +24,7 @@ from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.job_output import JobOutput
+from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -40,7 +42,7 @@ from tao_slurm_tui.core.spec import (
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
-from tao_slurm_tui.remote.connection import ConnectionState
+from tao_slurm_tui.remote.connection import ConnectionState, RemoteError
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
@@ -250,6 +252,23 @@ class ClusterBackend:
     async def cancel_pipeline(self, pipeline_id: str) -> list[JobRecord]:
         """scancel every step of the pipeline that has not ended, in one command."""
         return await self.monitor.cancel_pipeline(pipeline_id)
+
+    async def job_runs(self, job_ids: list[str]) -> dict[str, JobRuns]:
+        """The trainings' runs, KPI series and forecasts (read up to now first)."""
+        jobs = [self.store.require(self._name, job_id) for job_id in job_ids]
+        follower = self.monitor.runs
+        # What is stored is still worth showing; the poll says when the cluster is away.
+        with contextlib.suppress(RemoteError):
+            await follower.catch_up(
+                self.conn, follower.behind(jobs), timeout=self._profile.command_timeout
+            )
+        now = self.clock()
+        out = {}
+        for job_id in job_ids:
+            job = self.store.require(self._name, job_id)
+            record = follower.record(job_id)
+            out[job_id] = JobRuns.of(job, record.ledger, follower.points(job_id), now)
+        return out
 
     # ------------------------------------------------------------------ history
 

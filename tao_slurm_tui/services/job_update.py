@@ -21,7 +21,9 @@ from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, reso
 from tao_slurm_tui.core.tick_reads import FinishedAnswers, FinishedReads, requeue_why
 from tao_slurm_tui.services.accounting_followup import AccountingFollowUp
 
-EventKind = Literal["state", "finished", "failed", "canceled", "retried", "requeued", "error"]
+EventKind = Literal[
+    "state", "finished", "failed", "canceled", "retried", "requeued", "error", "resume"
+]
 
 
 @dataclass(frozen=True)

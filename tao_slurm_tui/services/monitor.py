@@ -75,6 +75,7 @@ from tao_slurm_tui.services.job_cache import JobCache
 from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
 from tao_slurm_tui.services.pipeline_follow import PipelineFollower
+from tao_slurm_tui.services.run_follow import RunFollower
 from tao_slurm_tui.services.store import JobStore
 
 __all__ = ["MIN_INTERVAL", "Monitor", "TickResult"]
@@ -123,6 +124,8 @@ class _Poll:
     output: PollOutput
     live_status: dict[str, str]
     """Job id → the tail of its status.json (jobs last seen running)."""
+    stdout: str = ""
+    """The whole answer (the trainings' run reads are parsed from it after the merge)."""
 
 
 class Monitor:
@@ -183,6 +186,8 @@ class Monitor:
         self.pipelines = PipelineFollower(
             conn, store, profile_name, canceller=self.canceller, timeout=self._timeout
         )
+        self.runs = RunFollower(store, profile_name, lambda: self.profile.results_root, clock)
+        """TAO trainings across slices: runs, resume verdicts, KPI series."""
         self._tick_lock = asyncio.Lock()
 
     def _timeout(self) -> float:
@@ -210,6 +215,7 @@ class Monitor:
             return result
         poll = await self._poll(jobs, result)
         work = self._merge(jobs, poll)
+        self.runs.take(poll.stdout, work)
         result.accounting = self.accounting.send()
         result.warning = result.warning or self.accounting.warning
         pending = [w for w in work.values() if w.pending]
@@ -244,8 +250,10 @@ class Monitor:
         }
         command = queue_command()
         extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
-        if extra:
-            command = f"{command}; {extra}"
+        runs = self.runs.command(jobs)  # the trainings' new status.json bytes, same trip
+        for part in (extra, runs):
+            if part:
+                command = f"{command}; {part}"
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
         output = parse_poll_output(first.stdout, wanted=set(ids.values()))
@@ -263,7 +271,7 @@ class Monitor:
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout)
         live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
-        return _Poll(ids, output, live_status)
+        return _Poll(ids, output, live_status, first.stdout)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
         """Merge what the poll says into a copy of each job that something new is known about;

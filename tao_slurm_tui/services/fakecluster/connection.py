@@ -45,6 +45,8 @@ from tao_slurm_tui.services.fakecluster.world import World
 
 _WRAPPED = re.compile(r'eval "\$\(echo ([A-Za-z0-9+/=]+) \| base64 -d\)"')
 _MOUNT = re.compile(r"(?<![\w.~/$-])(" + "|".join(engine.MOUNTS) + r")(?=/|$|[\s'\"`;|&()<>:,=])")
+OUTPUT_LIMIT = 32 * 1024 * 1024
+"""Longest answer a fake command may give (asyncio's readers need a bound)."""
 _DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
 
@@ -181,6 +183,9 @@ class LocalLink:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            # asyncssh's readers have no line limit; asyncio's default (64 KiB) would cut an
+            # answer the real connection delivers (a training's status.json read, a big tail).
+            limit=OUTPUT_LIMIT,
         )
         local = LocalProcess(process, self, shell)
         self._processes = [p for p in self._processes if not p.is_closing()] + [local]
