@@ -21,7 +21,7 @@ import json
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core import pipelines
 from tao_slurm_tui.core.accounting import Usage
-from tao_slurm_tui.core.job_runs import JobRuns
+from tao_slurm_tui.core.job_runs import JobRuns, is_training
 from tao_slurm_tui.core.kpi_series import clean_kpis
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
@@ -96,11 +96,6 @@ def _job_json(
     data["runs"] = training.to_json() if training else None
     data["forecast"] = training.forecast.to_json() if training and training.forecast else None
     return data
-
-
-def is_training(job: JobRecord) -> bool:
-    """A TAO training whose runs are followed (``status --json`` adds its ``runs``)."""
-    return bool(job.progress.runs) or bool(job.plan.get("checkpoint_dir"))
 
 
 async def _add_runs(backend: Backend, jobs: list[JobRecord]) -> dict[str, JobRuns]:

@@ -16,6 +16,13 @@ from tao_slurm_tui.core.runs import RunLedger
 from tao_slurm_tui.core.slurm_text import parse_duration
 
 
+def is_training(job: JobRecord) -> bool:
+    """A TAO training whose runs are followed: runs were read for it, or its plan names where
+    it checkpoints."""
+    plan = job.plan if isinstance(job.plan, dict) else {}
+    return bool(job.progress.runs) or bool(plan.get("checkpoint_dir"))
+
+
 def slice_clock(job: JobRecord) -> SliceClock | None:
     """Where the job's current run stands in its slice, from SLURM's elapsed time of the run and
     the plan's timeout (None when the job is not running or either is unknown)."""
@@ -65,6 +72,27 @@ class JobRuns:
     def resumes(self) -> list[tuple[int, int]]:
         """``(run, 1-based epoch)`` where each run after the first took up the training."""
         return run_starts(self.points)
+
+    def lines(self) -> list[tuple[str, str]]:
+        """``(label, sentence)`` of what a researcher reads first: the run, the forecast, a
+        run that restarted without progress, why the job is not requeued again."""
+        ledger, out = self.ledger, []
+        run = ledger.run
+        if run is not None:
+            text = f"{run.number}"
+            if run.number > 1 and run.start is not None:
+                text += f", from epoch {run.start}"
+            interval = ledger.checkpoint_interval
+            if interval:
+                text += f" · checkpoint every {interval} epoch{'s' if interval != 1 else ''}"
+            out.append(("Run", text))
+        if self.forecast is not None:
+            out.append(("Forecast", self.forecast.text))
+        if ledger.stop:
+            out.append(("Stopped", ledger.stop))
+        elif ledger.problem:
+            out.append(("Resume", ledger.problem))
+        return out
 
     def latest(self) -> dict[str, float]:
         """The last value of every KPI."""

@@ -149,3 +149,42 @@ def _decode(text: str) -> bytes | None:
         return base64.b64decode(text.strip(), validate=True)
     except (binascii.Error, ValueError):
         return None
+
+
+# ----------------------------------------------------------------------------------- compare
+
+SPEC_CAP = 256 * 1024
+"""Bytes of a job's ``experiment.yaml`` read for a comparison."""
+
+
+def experiment_reads_command(directories: dict[str, str]) -> str:
+    """One ``sh -c`` printing each training's ``experiment.yaml`` (base64), by job id."""
+    parts = []
+    for key, directory in directories.items():
+        d = quote(directory.rstrip("/") or "/")
+        subtasks = [f"{d}/{sub}/experiment.yaml" for sub in SUBTASK_DIRS]
+        candidates = " ".join([*subtasks, f"{d}/experiment.yaml", f"{d}/*/experiment.yaml"])
+        parts.append(
+            f"printf '%sspec %s\\n' \"$M\" {quote(key)}; "
+            f'for c in {candidates}; do if [ -f "$c" ]; then '
+            f"head -c {SPEC_CAP} -- \"$c\" | base64 -w 0; break; fi; done; printf '\\n'"
+        )
+    return script(parts) if parts else ""
+
+
+def parse_experiment_reads(stdout: str, keys: Sequence[str]) -> dict[str, str]:
+    """Job id → its ``experiment.yaml`` (absent when none was found).
+
+    Raises:
+        ValueError: the output was cut short (no ``end`` marker).
+    """
+    if f"{MARK}end" not in stdout:
+        raise ValueError("the output has no end marker")
+    sections = parse_sections(stdout)
+    found = {}
+    for key in keys:
+        lines = [line for line in sections.get(("spec", key), []) if line.strip()]
+        data = _decode(lines[0]) if lines else None
+        if data:
+            found[key] = data.decode("utf-8", "replace")
+    return found

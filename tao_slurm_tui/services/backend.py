@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.compare import Comparison
 from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
@@ -192,6 +193,16 @@ class Backend(Protocol):
 
         Raises:
             BadInput: no job has one of these ids.
+        """
+        ...
+
+    async def compare(self, job_ids: list[str]) -> Comparison:
+        """TAO runs side by side: the experiment-spec keys that differ (each job's
+        ``experiment.yaml``, read in one command, else its submitted spec) and the last and
+        best value of every KPI.
+
+        Raises:
+            BadInput: fewer than two different ids, or no job has one of them.
         """
         ...
 
@@ -383,7 +394,7 @@ class Backend(Protocol):
 
 # ----------------------------------------------------------------------------------- helpers
 
-TransitionKind = Literal["finished", "failed", "canceled", "retried"]
+TransitionKind = Literal["finished", "failed", "canceled", "retried", "stalled"]
 """Job events worth a notification."""
 
 
@@ -405,7 +416,8 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
         after: The new records.
 
     Returns:
-        Finished / failed / canceled / retried events, in the order of ``after``.
+        Finished / failed / canceled / retried events, and stalled ones (a TAO training's run
+        that restarted without progress), in the order of ``after``.
     """
     events: list[Transition] = []
     for job in after:
@@ -421,6 +433,11 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
                     + (f": {job.message}" if job.message else "."),
                 )
             )
+        problem = str(job.progress.runs.get("problem") or "")
+        if problem and problem != old.progress.runs.get("problem"):
+            # A TAO training's run restarted without progress (core.runs).
+            stop = "; it will not be requeued again" if job.progress.runs.get("stop") else ""
+            events.append(Transition(job.id, "stalled", f"{job.id}: {problem}{stop}."))
         if job.status == old.status:
             continue
         if job.status is TaoStatus.COMPLETE:

@@ -23,6 +23,7 @@ from typing import Any
 from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.compare import Comparison, column, compare
 from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
@@ -30,6 +31,7 @@ from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import render_job, render_sbatch
+from tao_slurm_tui.core.run_reads import experiment_reads_command, parse_experiment_reads
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import (
     Resolution,
@@ -52,6 +54,7 @@ from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
 from tao_slurm_tui.services.partitions import offline_limits
+from tao_slurm_tui.services.run_follow import training_dir
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
 
@@ -269,6 +272,30 @@ class ClusterBackend:
             record = follower.record(job_id)
             out[job_id] = JobRuns.of(job, record.ledger, follower.points(job_id), now)
         return out
+
+    async def compare(self, job_ids: list[str]) -> Comparison:
+        """The jobs' spec differences and KPIs (one command reads the experiment specs)."""
+        ids = list(dict.fromkeys(i.strip() for i in job_ids if i.strip()))
+        if len(ids) < 2:
+            raise BadInput("Compare needs two or more different job ids, e.g. 'compare a b'.")
+        jobs = [self.store.require(self._name, job_id) for job_id in ids]
+        runs = await self.job_runs(ids)
+        root = self._profile.results_root
+        command = experiment_reads_command({j.id: training_dir(j, root) for j in jobs})
+        notes: list[str] = []
+        specs: dict[str, str] = {}
+        try:
+            result = await self.conn.run_framed(command, timeout=self._profile.command_timeout)
+            specs = parse_experiment_reads(result.stdout, ids)
+        except (RemoteError, ValueError) as exc:
+            notes.append(f"The experiment specs could not be read ({exc}); compared as submitted.")
+        columns = [column(job, runs[job.id], specs.get(job.id)) for job in jobs]
+        notes += [
+            f"{c.job_id}: no experiment.yaml found, compared as submitted."
+            for c in columns
+            if c.source != "experiment.yaml"
+        ]
+        return compare(columns, notes)
 
     # ------------------------------------------------------------------ history
 

@@ -36,6 +36,9 @@ from tao_slurm_tui.services.store_runs import ReaderState, RunStore, TrainingRec
 
 CATCH_UP_ROUNDS = 16
 """Reads of one catch-up at most (each up to RUN_READ_CAP bytes per training)."""
+FOLLOWED_FOR = 30.0
+"""Seconds after a tick's read during which its jobs count as followed (the queue stops
+polling while another screen is shown: then a screen's read must catch up itself)."""
 
 
 def training_dir(job: JobRecord, results_root: str) -> str:
@@ -72,6 +75,8 @@ class RunFollower:
         self._running: set[str] = set()
         """Jobs read as running in the last tick (one more read once they ended)."""
         self._asked: list[tuple[RunRead, JobRecord, TrainingRecord]] = []
+        self._took_at = -FOLLOWED_FOR
+        """When (``time.monotonic``) a tick last brought its reads."""
 
     # ------------------------------------------------------------------ the tick's part
 
@@ -93,6 +98,7 @@ class RunFollower:
         """Fold what the tick's part read; the jobs the tick updates carry the news in their
         record and events, the others are updated in the store."""
         asked, self._asked = self._asked, []
+        self._took_at = time.monotonic()
         if not asked:
             return
         try:
@@ -118,12 +124,13 @@ class RunFollower:
     def behind(self, jobs: Iterable[JobRecord]) -> list[JobRecord]:
         """Those of ``jobs`` whose training may have written what was not read: not read to
         their end, and not read by every tick (a running job the monitor follows)."""
+        followed = self._running if time.monotonic() - self._took_at < FOLLOWED_FOR else set()
         return [
             j
             for j in jobs
             if j.submitted
             and j.attempts
-            and j.id not in self._running
+            and j.id not in followed
             and not self.record(j.id).reader.final
         ]
 
