@@ -2,7 +2,8 @@
 
 ::
 
-    <base>/specs/<id>.json            TAO experiment spec
+    <base>/specs/<id>.json            the spec's [specs] table
+    <base>/specs/<id>.yaml            a [tao] job's experiment spec (TAO's -e file)
     <base>/env/<id>.json              environment (mode 0600: may hold secrets)
     <base>/meta/<id>.json             metadata (slurm ids, image, profile)
     <base>/entrypoints/job_<id>.sh    the spec's command, run by bash in the container
@@ -107,6 +108,11 @@ class JobPaths:
     def spec_json(self) -> str:
         """``<base>/specs/<id>.json``."""
         return self._join("specs", f"{self.job_id}.json")
+
+    @property
+    def tao_spec_yaml(self) -> str:
+        """``<base>/specs/<id>.yaml``: a ``[tao]`` job's experiment spec, checked and staged."""
+        return self._join("specs", f"{self.job_id}.yaml")
 
     @property
     def env_json(self) -> str:
