@@ -24,6 +24,7 @@ from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.job_runs import JobRuns, is_training
 from tao_slurm_tui.core.kpi_series import clean_kpis
 from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.status_json import duration_words
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.monitor import MIN_INTERVAL
@@ -66,12 +67,10 @@ def format_table(jobs: list[JobRecord]) -> str:
 
 def _row(job: JobRecord, label: str) -> tuple[str, str, str, str, str, str, str]:
     progress = ""
-    if job.progress.epoch is not None:
-        progress = f"epoch {job.progress.epoch}"
-        if job.progress.max_epoch:
-            progress += f"/{job.progress.max_epoch}"
-        if job.progress.eta:
-            progress += f" eta {job.progress.eta}"
+    if job.progress.epoch_text:
+        progress = f"epoch {job.progress.epoch_text}"
+        if job.progress.eta and not job.status.terminal:
+            progress += f" eta {duration_words(job.progress.eta)}"
     return (
         label,
         str(job.status),

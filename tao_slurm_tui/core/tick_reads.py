@@ -2,15 +2,24 @@
 
 A tick sends at most two commands. The first is the queue (:mod:`tao_slurm_tui.core.slurm_poll`)
 followed in the same shell by :func:`status_tail_command`: one ``tail -v`` over the
-``status.json`` of every job last seen running. The second goes out only when a job newly
+``status.json`` files of every job last seen running. The second goes out only when a job newly
 finished and needs more (:func:`finished_reads_command`): its final ``status.json``, the last
 lines of ``main.out``/``main.err`` for the retry rules, the reason the batch script wrote when it
 requeued itself, and the size of the partition for ``--exclude``. Every part is framed by marker
 lines (:data:`MARK`), so one missing file costs only its own part.
+
+Where ``status.json`` is: TAO 7.3 writes it to ``<results_dir>/<subtask>/status.json``
+(``results/<id>/train/status.json``: its ``update_results_dir`` appends the subtask), and NVIDIA's
+own job handler finds it by searching the results dir. The reads here ask, per job, for
+``<results_dir>/status.json`` and ``<results_dir>/*/status.json`` (a glob the login host's shell
+expands; one that matches nothing costs nothing), and :func:`split_status_tails` gives each job
+its files' text, oldest run first (a free-form command may run train, then evaluate).
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,11 +48,20 @@ def script(parts: Sequence[str]) -> str:
     return join(["sh", "-c", "; ".join([f"M={quote(MARK)}", *parts, "printf '%send\\n' \"$M\""])])
 
 
-def status_tail_command(paths: dict[str, str], nbytes: int) -> str:
-    """One ``tail -v`` over every ``status.json`` (one process, headers name the files)."""
-    if not paths:
+def status_files(results_dir: str) -> str:
+    """Shell words naming every ``status.json`` of a job: its results dir's own and its
+    subtasks' (``<results_dir>/*/status.json``, expanded by the login host's shell)."""
+    base = quote(results_dir.rstrip("/") or "/")
+    return f"{base}/status.json {base}/*/status.json"
+
+
+def status_tail_command(results_dirs: dict[str, str], nbytes: int) -> str:
+    """One ``tail -v`` over every ``status.json`` of the jobs (job id → results dir): one
+    process, its headers name the files."""
+    if not results_dirs:
         return ""
-    body = join(["tail", "-v", "-c", str(nbytes), "--", *paths.values()]) + " 2>/dev/null"
+    files = " ".join(status_files(d) for d in results_dirs.values())
+    body = f"tail -v -c {int(nbytes)} -- {files} 2>/dev/null"
     return script(["printf '%sstatus\\n' \"$M\"", f"{body}; true"])
 
 
@@ -64,18 +82,60 @@ def parse_sections(text: str) -> dict[tuple[str, str], list[str]]:
     return sections
 
 
-def split_tail_v(lines: Sequence[str], paths: dict[str, str]) -> dict[str, str]:
-    """Split ``tail -v`` output into ``{job id: text}`` using the ``==> path <==`` headers."""
-    by_path = {p: j for j, p in paths.items()}
-    out: dict[str, list[str]] = {}
+def split_status_tails(lines: Sequence[str], results_dirs: dict[str, str]) -> dict[str, str]:
+    """Split ``tail -v`` output of :func:`status_files` into ``{job id: text}``.
+
+    A header ``==> <dir>/status.json <==`` or ``==> <dir>/<subtask>/status.json <==`` belongs to
+    the job whose results dir is ``<dir>``. A job with several files gets them oldest run first
+    (by the time stamp of each file's last line), so the latest run's lines come last.
+    """
+    owner = {d.rstrip("/") or "/": j for j, d in results_dirs.items()}
+    files: dict[str, list[tuple[str, list[str]]]] = {}
     current: list[str] | None = None
     for line in lines:
-        if line.startswith("==> ") and line.endswith(" <==") and line[4:-4] in by_path:
-            current = out.setdefault(by_path[line[4:-4]], [])
+        if line.startswith("==> ") and line.endswith(" <=="):
+            job = _owner_of(line[4:-4], owner)
+            current = None
+            if job is not None:
+                current = []
+                files.setdefault(job, []).append((line[4:-4], current))
             continue
         if current is not None:
             current.append(line)
-    return {j: "\n".join(v) for j, v in out.items()}
+    out: dict[str, str] = {}
+    for job, parts in files.items():
+        texts = ["\n".join(body) for _path, body in parts]
+        texts.sort(key=_last_stamp)  # stable: files without a stamp keep tail's order
+        out[job] = "\n".join(texts)
+    return out
+
+
+def _owner_of(path: str, owner: dict[str, str]) -> str | None:
+    if posixpath.basename(path) != "status.json":
+        return None
+    parent = posixpath.dirname(path)
+    if parent in owner:
+        return owner[parent]
+    return owner.get(posixpath.dirname(parent))
+
+
+def _last_stamp(text: str) -> tuple[int, ...]:
+    """(year, month, day, hour, minute, second) of the last line with TAO's ``date``
+    (``12/1/2026``) and ``time`` (``9:5:3``); () when there is none."""
+    for line in reversed(text.splitlines()[-20:]):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        try:
+            month, day, year = (int(x) for x in str(entry.get("date", "")).split("/"))
+            hour, minute, second = (int(float(x)) for x in str(entry.get("time", "")).split(":"))
+        except ValueError:
+            continue
+        return (year, month, day, hour, minute, second)
+    return ()
 
 
 # ----------------------------------------------------------------------------------- round two
@@ -87,7 +147,8 @@ class FinishedReads:
     order of the script's parts)."""
 
     status: dict[str, str] = field(default_factory=dict)
-    """``status.json`` paths of COMPLETED jobs that round one did not read."""
+    """Results dirs of finished jobs whose ``status.json`` files round one did not read (a
+    COMPLETED job's verdict, a FAILED job's FAILURE message)."""
     logs: dict[str, tuple[str, str]] = field(default_factory=dict)
     """``(main.out, main.err)`` of failed attempts, for :func:`~.retry.classify`."""
     requeue: dict[str, str] = field(default_factory=dict)
@@ -131,7 +192,8 @@ def finished_reads_command(reads: FinishedReads) -> str:
             q = quote(reads.requeue[job_id])
             parts.append(section("requeue", job_id, f"tail -n 1 -- {q} 2>/dev/null"))
     if reads.status:
-        tail = join(["tail", "-v", "-c", str(STATUS_TAIL_FINAL), "--", *reads.status.values()])
+        files = " ".join(status_files(d) for d in reads.status.values())
+        tail = f"tail -v -c {STATUS_TAIL_FINAL} -- {files}"
         parts.append(f"printf '%sstatus\\n' \"$M\"; {tail} 2>/dev/null; printf '\\n'")
     for partition in sorted(reads.partitions):
         sinfo = join(["sinfo", "-h", "-p", partition, "-o", "%n"]) + " 2>/dev/null"
@@ -148,7 +210,7 @@ def parse_finished_reads(stdout: str, reads: FinishedReads) -> FinishedAnswers:
     if f"{MARK}end" not in stdout:
         raise ValueError("the output has no end marker")
     sections = parse_sections(stdout)
-    statuses = split_tail_v(sections.get(("status", ""), []), reads.status)
+    statuses = split_status_tails(sections.get(("status", ""), []), reads.status)
     answers = FinishedAnswers(
         status={j: statuses.get(j, "") for j in reads.status},
         out={j: _log_lines(sections.get(("out", j))) for j in reads.logs},

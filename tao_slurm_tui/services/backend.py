@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
@@ -36,6 +36,9 @@ from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import TaoError
+
+if TYPE_CHECKING:
+    from tao_slurm_tui.services.tao import TaoCatalogue
 
 ConnectionStateName = Literal["disconnected", "connecting", "connected", "reconnecting", "down"]
 """Values of :attr:`Backend.connection_state` (the ``ConnectionState`` enum's values)."""
@@ -238,16 +241,29 @@ class Backend(Protocol):
         """A spec table with the profile's defaults, for a new job in the composer."""
         ...
 
-    def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
+    def resolve(self, draft: SpecDraft, *, names: bool = True, load_tao: bool = True) -> Resolution:
         """Check a draft against every rule and plan it on the profile (no network).
 
         The rules see what the back end knows now: the partitions' MaxTime as last fetched
         by :meth:`partition_limits` (else the cached or packaged list), the capacity report
         while it is fresh, and -- with ``names`` -- the jobs of the state DB (``render`` opens
-        no state DB, so it passes False).
+        no state DB, so it passes False). A ``[tao]`` table is checked against the profile's
+        TAO catalogue, opened (and a network's schema built) on first use -- unless
+        ``load_tao`` is False (the UI thread): then only what :meth:`tao` opened and built
+        already is used.
 
         Returns:
             The resolved job, or the problems by field (and as one sentence).
+        """
+        ...
+
+    def tao(self) -> TaoCatalogue:
+        """The profile's TAO catalogue, opened on first use (blocking: the first ever fetches
+        the pinned nvidia-tao-core wheel; call it from a worker thread in the TUI).
+
+        Raises:
+            BadInput: the profile pins a TAO version this product does not know.
+            OperationFailed: the wheel cannot be obtained.
         """
         ...
 

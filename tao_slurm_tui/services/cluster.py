@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
@@ -41,6 +41,7 @@ from tao_slurm_tui.core.spec import (
     default_spec,
     resolve,
 )
+from tao_slurm_tui.core.spec.tao_stage import TaoContext, uses_tao
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
@@ -57,6 +58,9 @@ from tao_slurm_tui.services.partitions import offline_limits
 from tao_slurm_tui.services.run_follow import training_dir
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
+
+if TYPE_CHECKING:  # opened on first use: the CLI's start never loads the TAO modules
+    from tao_slurm_tui.services.tao import TaoCatalogue
 
 
 class ClusterBackend:
@@ -102,6 +106,7 @@ class ClusterBackend:
         self._poll_warning = ""
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
+        self._tao: TaoCatalogue | None = None
         self.capacities = CapacityCache(
             lambda: fetch_capacity(self.conn, user=self._profile.user),
             clock=clock or time.monotonic,
@@ -318,15 +323,42 @@ class ClusterBackend:
         """A new job with the profile's defaults."""
         return default_spec(self._profile)
 
-    def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
-        """Every rule on the draft, with the limits, capacity and (``names``) jobs known now."""
+    def resolve(self, draft: SpecDraft, *, names: bool = True, load_tao: bool = True) -> Resolution:
+        """Every rule on the draft, with the limits, capacity, TAO catalogue and (``names``)
+        jobs known now; ``load_tao=False`` (the UI thread) never opens the TAO catalogue or
+        builds a schema: a ``[tao]`` table waits until a worker did (:meth:`tao`)."""
         context = ResolveContext(
             partition_limits=self._limits(),
             jobs={job.id: job for job in self.store.list_jobs(self._name)} if names else {},
             profile_name=self._name,
             capacity=self.capacities.fresh(),
+            tao=self._tao_context(draft, load_tao),
         )
         return resolve(draft, self._profile, context)
+
+    def tao(self) -> TaoCatalogue:
+        """The profile's TAO catalogue, opened on first use (the first ever fetches the pinned
+        nvidia-tao-core wheel): blocking, so a worker thread in the TUI.
+
+        Raises:
+            BadInput: the profile pins a TAO version this product does not know.
+            OperationFailed: the wheel cannot be obtained (offline: the sentence says how).
+        """
+        if self._tao is None:
+            from tao_slurm_tui.services.tao import open_tao
+
+            self._tao = open_tao(self.config, self._profile)
+        return self._tao
+
+    def _tao_context(self, draft: SpecDraft, load: bool) -> TaoContext | None:
+        if self._tao is None and not (load and uses_tao(draft.table)):
+            return None
+        catalogue = self.tao()
+        if load:
+            return TaoContext(catalogue, self._profile.results_root)
+        from tao_slurm_tui.services.tao import LoadedSchemasOnly
+
+        return TaoContext(LoadedSchemasOnly(catalogue), self._profile.results_root)
 
     def _limits(self) -> PartitionLimits:
         # The cluster's table once partition_limits() fetched it; before that the cached or

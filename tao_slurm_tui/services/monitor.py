@@ -64,7 +64,7 @@ from tao_slurm_tui.core.tick_reads import (
     finished_reads_command,
     parse_finished_reads,
     parse_sections,
-    split_tail_v,
+    split_status_tails,
     status_tail_command,
 )
 from tao_slurm_tui.errors import TaoError
@@ -243,13 +243,13 @@ class Monitor:
     async def _poll(self, jobs: Sequence[JobRecord], result: TickResult) -> _Poll:
         """The one round trip: the queue, and the status.json of the jobs last seen running."""
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
-        status_paths = {
-            j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).status_json
+        results_dirs = {
+            j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).results_dir
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
         command = queue_command()
-        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
+        extra = status_tail_command(results_dirs, STATUS_TAIL_LIVE)
         runs = self.runs.command(jobs)  # the trainings' new status.json bytes, same trip
         for part in (extra, runs):
             if part:
@@ -270,7 +270,7 @@ class Monitor:
         result.warning = result.warning or output.error
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout)
-        live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
+        live_status = split_status_tails(sections.get(("status", ""), []), results_dirs)
         return _Poll(ids, output, live_status, first.stdout)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
@@ -382,7 +382,10 @@ class Monitor:
         )
         if not decision.retry:
             job.status = TaoStatus.ERROR
-            job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
+            # TAO's own words (status.json's FAILURE, Hydra's refusal of the spec) say more.
+            job.message = w.tao_failure() or (
+                decision.reason + (f" ({decision.line})" if decision.line else "")
+            )
             return
         if self.resubmit is None:
             job.status = TaoStatus.ERROR
