@@ -188,7 +188,7 @@ class QueueScreen(Screen[None]):
         with VerticalScroll(id="detail-box"), Horizontal(id="detail-row"):
             yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
             # A TAO training's runs, forecast and KPI curves: beside the details when wide.
-            yield RunsPanel(self.ctx, id="runs").data_bind(view=QueueScreen.detail_view)
+            yield RunsPanel(self.ctx.backend, id="runs").data_bind(view=QueueScreen.detail_view)
         yield AppFooter()
 
     def on_mount(self) -> None:

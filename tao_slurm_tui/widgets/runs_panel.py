@@ -17,7 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tao_slurm_tui.core.job_runs import JobRuns, is_training
-from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.widgets.job_detail import DetailView
 from tao_slurm_tui.widgets.kpi_plot import KpiPlot
 
@@ -51,15 +51,15 @@ class RunsPanel(Widget):
     runs: var[JobRuns | None] = var(None, init=False)
     """Its runs, once fetched."""
 
-    def __init__(self, ctx: UiContext, *, id: str | None = None) -> None:
+    def __init__(self, backend: Backend, *, id: str | None = None) -> None:
         """Create the panel (hidden until a training is shown).
 
         Args:
-            ctx: The back end the runs are fetched from.
+            backend: Where the runs are fetched from.
             id: Widget id.
         """
         super().__init__(id=id)
-        self.ctx = ctx
+        self.backend = backend
         self.display = False
 
     def compose(self) -> ComposeResult:
@@ -80,7 +80,7 @@ class RunsPanel(Widget):
     @work(exclusive=True, group="runs-panel", exit_on_error=False)
     async def fetch(self, job_id: str) -> None:
         """The job's runs from the back end (dropped when another job is shown meanwhile)."""
-        found = (await self.ctx.backend.job_runs([job_id]))[job_id]
+        found = (await self.backend.job_runs([job_id]))[job_id]
         shown = self.view.job
         if shown is not None and shown.id == job_id:
             self.runs = found

@@ -4,6 +4,7 @@ run that restarted without progress, and writes requeue.stop for the batch scrip
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Iterator
@@ -114,8 +115,12 @@ async def test_a_fifo_or_a_huge_line_never_blocks_or_grows_anything(
     fake: ClusterBackend, world: World
 ) -> None:
     folder = train_dir(world)
+    (folder / "status.json").unlink(missing_ok=True)
     os.mkfifo(folder / "status.json")
-    await fake.refresh()  # must not hang on the FIFO
+    # The runs' read alone (the tick's status tail is another module's): never opens a FIFO.
+    job = fake.store.require(PROFILE_NAME, JOB)
+    await asyncio.wait_for(fake.monitor.runs.catch_up(fake.conn, [job]), 20)
+    assert fake.monitor.runs.record(JOB).reader.offset == 0
     (folder / "status.json").unlink()
     huge = json.dumps({"status": "RUNNING", "message": "x" * (3 * RUN_READ_CAP)})
     write(world, [huge, *training_run(0, 2, 20)])
@@ -144,7 +149,7 @@ async def test_a_finished_training_is_read_to_its_end_on_demand(
 ) -> None:
     lines = training_run(0, 20, 20)
     path = world.local(f"{JobPaths(RESULTS, 'detect-ok').results_dir}/train/status.json")
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text(lines))
     got = (await fake.job_runs(["detect-ok"]))["detect-ok"]
     assert len(got.points) == 20 and got.forecast is None
