@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tao_slurm_tui.core.job_runs import JobRuns
+from tao_slurm_tui.core.job_runs import JobRuns, tao_table
 from tao_slurm_tui.core.kpi_series import format_value, is_loss
 from tao_slurm_tui.core.models import JobRecord
 
@@ -128,19 +128,26 @@ SUBMITTED_SKIP = frozenset({"name", "command", "env", "then", "inputs"})
 """Keys of a submitted spec not compared as the experiment spec (per-job or not settings)."""
 
 
-def column(job: JobRecord, runs: JobRuns, experiment: str | None) -> CompareJob:
-    """One job's column: its ``experiment.yaml`` when read (and valid), else its submitted
-    spec; with its runs and how far it trained."""
-    spec: dict[str, str] | None = None
-    if experiment:
-        # omegaconf's loader, as TAO reads specs (imported only when comparing).
-        from tao_slurm_tui.core.tao.schema import SpecSyntaxError, parse_spec_yaml
+def yaml_spec(text: Any, origin: str) -> dict[str, str] | None:
+    """A YAML experiment spec flattened, or None when it is missing or no spec."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    # omegaconf's loader, as TAO reads specs (imported only when comparing).
+    from tao_slurm_tui.core.tao.schema import SpecSyntaxError, parse_spec_yaml
 
-        try:
-            spec = flatten(parse_spec_yaml(experiment, "experiment.yaml"))
-        except SpecSyntaxError:
-            spec = None
-    source = "experiment.yaml"
+    try:
+        return flatten(parse_spec_yaml(text, origin))
+    except SpecSyntaxError:
+        return None
+
+
+def column(job: JobRecord, runs: JobRuns, experiment: str | None) -> CompareJob:
+    """One job's column: the ``experiment.yaml`` TAO saved (when read, and valid), else the
+    experiment spec this tool staged for a ``[tao]`` job, else the submitted spec; with its
+    runs and how far it trained."""
+    source, spec = "experiment.yaml", yaml_spec(experiment, "experiment.yaml")
+    if spec is None:
+        source, spec = "staged spec", yaml_spec(tao_table(job).get("experiment"), "the spec")
     if spec is None:
         source = "submitted spec"
         spec = flatten({k: v for k, v in job.spec.items() if k not in SUBMITTED_SKIP})

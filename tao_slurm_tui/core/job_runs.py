@@ -16,11 +16,21 @@ from tao_slurm_tui.core.runs import RunLedger
 from tao_slurm_tui.core.slurm_text import parse_duration
 
 
+def tao_table(job: JobRecord) -> dict[str, Any]:
+    """The job's ``[tao]`` table as stored (empty for other jobs)."""
+    table = job.spec.get("tao") if isinstance(job.spec, dict) else None
+    return table if isinstance(table, dict) else {}
+
+
 def is_training(job: JobRecord) -> bool:
-    """A TAO training whose runs are followed: runs were read for it, or its plan names where
-    it checkpoints."""
+    """A TAO training whose runs are followed: a ``[tao]`` train job, a plan that names where
+    it checkpoints, or runs were read for it."""
     plan = job.plan if isinstance(job.plan, dict) else {}
-    return bool(job.progress.runs) or bool(plan.get("checkpoint_dir"))
+    return (
+        tao_table(job).get("action") == "train"
+        or bool(plan.get("checkpoint_dir"))
+        or bool(job.progress.runs)
+    )
 
 
 def slice_clock(job: JobRecord) -> SliceClock | None:

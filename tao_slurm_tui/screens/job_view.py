@@ -20,6 +20,7 @@ from textual.widgets import Static
 from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.kpi_plot import KpiPlot
@@ -57,6 +58,7 @@ class JobViewScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back", id="job_view.back"),
         Binding("q", "app.pop_screen", "Back", show=False, id="job_view.close"),
         Binding("r", "reload", "Refresh", id="job_view.refresh"),
+        Binding("t", "tensorboard", "TensorBoard", id="job_view.tensorboard"),
     ]
 
     job: var[JobRecord | None] = var(None, init=False)
@@ -90,6 +92,11 @@ class JobViewScreen(Screen[None]):
         self.reload()
         self.set_interval(max(2.0, self.ctx.settings.poll_interval), self.reload)
 
+    def action_tensorboard(self) -> None:
+        """Start (or stop) TensorBoard for this training."""
+        if self.job is not None:
+            toggle_tensorboard(self, self.ctx.backend, self.job)
+
     def action_reload(self) -> None:
         """Read the training again now."""
         self.reload()
@@ -111,7 +118,7 @@ class JobViewScreen(Screen[None]):
         if runs is None:
             return
         lines = self.query_one("#job-view-lines", Static)
-        lines.update(runs_text(runs))
+        lines.update(runs_text(runs, self.ctx.backend.tensorboard_url(runs.job_id)))
         table = self.query_one("#job-view-runs", Static)
         table.display = bool(runs.ledger.runs)
         table.update(runs_table(runs))

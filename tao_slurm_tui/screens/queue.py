@@ -28,12 +28,14 @@ from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.screens.compare import CompareScreen
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.job_view import JobViewScreen
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
+from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
@@ -90,6 +92,8 @@ class QueueScreen(Screen[None]):
         Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
         Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
         Binding("o", "job_view", "Curves", show=False, id="queue.job_view"),
+        Binding("t", "tensorboard", "TensorBoard", show=False, id="queue.tensorboard"),
+        Binding("v", "compare", "Compare", show=False, id="queue.compare"),
         Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
     ]
 
@@ -473,6 +477,18 @@ class QueueScreen(Screen[None]):
         job = self._selected()
         if job is not None:
             self.app.push_screen(JobViewScreen(self.ctx, job.id))
+
+    def action_tensorboard(self) -> None:
+        """Start (or stop) TensorBoard for the selected running training."""
+        job = self._selected()
+        if job is not None:
+            toggle_tensorboard(self, self.ctx.backend, job)
+
+    def action_compare(self) -> None:
+        """Compare TAO trainings side by side (the selected one picked first)."""
+        job = self._row_job(self.table.cursor_job_id)
+        jobs = sorted(self.all_jobs.values(), key=lambda j: -j.created_at)
+        self.app.push_screen(CompareScreen(self.ctx, jobs, [job.id] if job else []))
 
     def action_logs(self) -> None:
         """Open the selected job's logs."""

@@ -209,6 +209,28 @@ class Backend(Protocol):
         """
         ...
 
+    async def start_tensorboard(self, job_id: str) -> str:
+        """Start TensorBoard on a running TAO training's results (inside its allocation, in its
+        image) and forward a local port bound to 127.0.0.1 over the connection.
+
+        Returns:
+            The local URL (the running session's when there is one).
+
+        Raises:
+            BadInput: no job has this id, or it is not running.
+            OperationFailed: TensorBoard did not start, or the port could not be forwarded.
+        """
+        ...
+
+    async def stop_tensorboard(self, job_id: str) -> bool:
+        """Stop the job's TensorBoard (its step and the forwarded port); False if none ran."""
+        ...
+
+    def tensorboard_url(self, job_id: str) -> str | None:
+        """The local URL of the job's running TensorBoard (None: none runs, or it ended with
+        its job)."""
+        ...
+
     async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
         """What the given finished jobs used (latest attempt), by TAO id; one sacct call.
 

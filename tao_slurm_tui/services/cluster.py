@@ -58,6 +58,7 @@ from tao_slurm_tui.services.partitions import offline_limits
 from tao_slurm_tui.services.run_follow import training_dir
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
+from tao_slurm_tui.services.tensorboard import TensorBoards
 
 if TYPE_CHECKING:  # opened on first use: the CLI's start never loads the TAO modules
     from tao_slurm_tui.services.tao import TaoCatalogue
@@ -296,11 +297,33 @@ class ClusterBackend:
             notes.append(f"The experiment specs could not be read ({exc}); compared as submitted.")
         columns = [column(job, runs[job.id], specs.get(job.id)) for job in jobs]
         notes += [
-            f"{c.job_id}: no experiment.yaml found, compared as submitted."
+            f"{c.job_id}: no experiment spec found, compared as submitted."
             for c in columns
-            if c.source != "experiment.yaml"
+            if c.source == "submitted spec"
         ]
         return compare(columns, notes)
+
+    @cached_property
+    def tensorboards(self) -> TensorBoards:
+        """TensorBoard sessions over the one connection."""
+        return TensorBoards(self.conn)
+
+    async def start_tensorboard(self, job_id: str) -> str:
+        """TensorBoard for a running training; its local URL."""
+        job = self.store.require(self._name, job_id)
+        logdir = training_dir(job, self._profile.results_root)
+        return (await self.tensorboards.start(job, logdir)).url
+
+    async def stop_tensorboard(self, job_id: str) -> bool:
+        """Stop the job's TensorBoard."""
+        return await self.tensorboards.stop(job_id)
+
+    def tensorboard_url(self, job_id: str) -> str | None:
+        """The job's TensorBoard URL while it runs."""
+        session = (
+            self.tensorboards.sessions.get(job_id) if "tensorboards" in self.__dict__ else None
+        )
+        return session.url if session is not None else None
 
     # ------------------------------------------------------------------ history
 
@@ -531,7 +554,9 @@ class ClusterBackend:
             yield batch
 
     async def close(self) -> None:
-        """Close the connection and the store (if it was opened)."""
+        """Stop the TensorBoards, close the connection and the store (if it was opened)."""
+        if "tensorboards" in self.__dict__:
+            await self.tensorboards.close()
         await self.conn.close()
         if "store" in self.__dict__:
             self.store.close()

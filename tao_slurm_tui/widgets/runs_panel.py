@@ -22,10 +22,12 @@ from tao_slurm_tui.widgets.job_detail import DetailView
 from tao_slurm_tui.widgets.kpi_plot import KpiPlot
 
 
-def runs_text(runs: JobRuns) -> Group:
-    """The training's sentences, one a line, label in bold (plain text: no markup parsed)."""
+def runs_text(runs: JobRuns, tensorboard: str | None = None) -> Group:
+    """The training's sentences, one a line, label in bold (plain text: no markup parsed),
+    and the URL of its TensorBoard while one runs."""
     lines = []
-    for label, sentence in runs.lines():
+    extra = [("TensorBoard", f"{tensorboard} (t stops it)")] if tensorboard else []
+    for label, sentence in [*runs.lines(), *extra]:
         line = Text(overflow="fold")
         line.append(f"{label}: ", style="bold")
         line.append(sentence, style="bold" if label in ("Resume", "Stopped") else "")
@@ -90,5 +92,6 @@ class RunsPanel(Widget):
         self.display = runs is not None and bool(runs.points or runs.ledger.runs)
         if runs is None:
             return
-        self.query_one("#runs-text", Static).update(runs_text(runs))
+        url = self.backend.tensorboard_url(runs.job_id)
+        self.query_one("#runs-text", Static).update(runs_text(runs, url))
         self.query_one(KpiPlot).runs = runs

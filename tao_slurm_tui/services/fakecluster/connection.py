@@ -23,6 +23,7 @@ import contextlib
 import re
 import shlex
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,46 @@ class LocalProcess:
         await self._process.wait()
 
 
+class LocalListener:
+    """The part of asyncssh's ``SSHListener`` a forward uses."""
+
+    def __init__(self, server: asyncio.Server) -> None:
+        self._server = server
+
+    def get_port(self) -> int:
+        return int(self._server.sockets[0].getsockname()[1])
+
+    def close(self) -> None:
+        self._server.close()
+
+    async def wait_closed(self) -> None:
+        await self._server.wait_closed()
+
+
+def _relay(port: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A connection handler copying bytes both ways to 127.0.0.1:``port``."""
+
+    async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        finally:
+            sink.close()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            far_reader, far_writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(
+            pipe(reader, far_writer), pipe(far_reader, writer), return_exceptions=True
+        )
+
+    return relay
+
+
 class LocalLink:
     """The part of asyncssh's ``SSHClientConnection`` the connection uses: commands as sshd
     runs them, on this machine, inside the world."""
@@ -159,7 +200,16 @@ class LocalLink:
     def is_closed(self) -> bool:
         return self._closed
 
-    async def create_process(self, command: str, **_: Any) -> LocalProcess:
+    async def forward_local_port(
+        self, listen_host: str, listen_port: int, dest_host: str, dest_port: int
+    ) -> LocalListener:
+        """``ssh -L``: every fake node is this machine, so ``dest_host`` is 127.0.0.1."""
+        if self._closed or self.world.link == "down":
+            raise OSError("connection lost")
+        server = await asyncio.start_server(_relay(dest_port), listen_host, listen_port)
+        return LocalListener(server)
+
+    async def create_process(self, command: str, **options: Any) -> LocalProcess:
         if self._closed or self.world.link == "down":
             self.drop()
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "connection lost")
@@ -176,7 +226,10 @@ class LocalLink:
         process = await asyncio.create_subprocess_exec(
             "/bin/sh",
             "-c",
-            "exec sh" if shell else self.map_in(command),
+            # A pty (term_type) merges stderr into stdout, as sshd's does.
+            "exec sh"
+            if shell
+            else ("exec 2>&1; " if options.get("term_type") else "") + self.map_in(command),
             env=env,
             cwd=env["HOME"],
             stdin=asyncio.subprocess.PIPE,

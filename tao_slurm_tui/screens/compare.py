@@ -1,0 +1,138 @@
+"""TAO runs side by side (``v`` on the queue): pick two or more trainings, see the spec keys
+that differ and every KPI's last and best value, as ``tao-slurm-tui compare`` prints them."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import var
+from textual.screen import Screen
+from textual.widgets import SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from tao_slurm_tui.core.compare import Comparison
+from tao_slurm_tui.core.job_runs import is_training
+from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.widgets.app_footer import AppFooter
+from tao_slurm_tui.widgets.app_header import AppHeader
+
+
+def comparison_view(found: Comparison) -> RenderableType:
+    """The runs, the differing keys and the KPIs as tables (plain text cells)."""
+    ids = [job.job_id for job in found.jobs]
+
+    def table(title: str) -> Table:
+        out = Table(title=title, title_justify="left", title_style="bold", box=None,
+                    header_style="bold", pad_edge=False, expand=False)  # fmt: skip
+        out.add_column("", no_wrap=True, overflow="ellipsis", max_width=36)
+        for job_id in ids:
+            out.add_column(Text(job_id), no_wrap=True, overflow="ellipsis", max_width=28)
+        return out
+
+    runs = table("Runs")
+    runs.add_row("status", *(Text(job.status) for job in found.jobs))
+    runs.add_row("epochs", *(job.epochs or "-" for job in found.jobs))
+    runs.add_row("slices", *(str(len(job.runs.ledger.runs) or "-") for job in found.jobs))
+    runs.add_row("spec from", *(job.source for job in found.jobs))
+    parts: list[RenderableType] = [runs, Text("")]
+    if found.differences:
+        spec = table(f"Spec differences ({len(found.differences)} keys)")
+        for key, values in found.differences:
+            spec.add_row(Text(key), *(Text(v if v is not None else "-") for v in values))
+        parts += [spec, Text("")]
+    else:
+        parts += [Text("Spec differences: none, the specs are the same.", style="italic")]
+    if found.kpis:
+        kpis = table("KPIs: last value (best, when it was better earlier)")
+        for name, _pairs in found.kpis:
+            kpis.add_row(Text(name), *(found.kpi_cell(i, name) for i in range(len(ids))))
+        parts.append(kpis)
+    else:
+        parts.append(Text("KPIs: none yet (they appear after the first epoch).", style="italic"))
+    parts += [Text(f"Note: {note}", style="italic") for note in found.notes]
+    return Group(*parts)
+
+
+class CompareScreen(Screen[None]):
+    """Trainings to pick on the left, their comparison on the right (below when narrow)."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="compare.back"),
+        Binding("q", "app.pop_screen", "Back", show=False, id="compare.close"),
+    ]
+
+    picked: var[tuple[str, ...]] = var((), init=False)
+    """The jobs compared, in the list's order."""
+
+    def __init__(self, ctx: UiContext, jobs: list[JobRecord], selected: list[str]) -> None:
+        """Create the screen.
+
+        Args:
+            ctx: Back end, settings and clock.
+            jobs: The profile's jobs (the trainings among them are offered).
+            selected: Ids picked at the start (the queue's highlighted job).
+        """
+        super().__init__()
+        self.ctx = ctx
+        self.offered = [j for j in jobs if is_training(j) or j.id in selected]
+        self.start = [i for i in selected if any(j.id == i for j in self.offered)]
+
+    def compose(self) -> ComposeResult:
+        """Header, the picker and the comparison, footer."""
+        yield AppHeader(self.ctx.backend, self.ctx.clock, "compare runs")
+        with Horizontal(id="compare-body"):
+            yield SelectionList[str](
+                *(
+                    Selection(Text(f"{j.id} ({j.status})"), j.id, j.id in self.start)
+                    for j in self.offered
+                ),
+                id="compare-pick",
+            )
+            with VerticalScroll(id="compare-result"):
+                yield Static(id="compare-tables")
+        yield AppFooter()
+
+    def on_mount(self) -> None:
+        """Titles, focus on the picker, the first comparison if two are picked already."""
+        pick = self.query_one("#compare-pick", SelectionList)
+        pick.border_title = "Trainings (space picks)"
+        self.query_one("#compare-result").border_title = "Side by side"
+        pick.focus()
+        self.picked = tuple(self.start)
+
+    @on(SelectionList.SelectedChanged, "#compare-pick")
+    def _picked(self, event: SelectionList.SelectedChanged[str]) -> None:
+        order = [j.id for j in self.offered]
+        self.picked = tuple(sorted(event.selection_list.selected, key=order.index))
+
+    def watch_picked(self, picked: tuple[str, ...]) -> None:
+        """Compare what is picked (two or more)."""
+        if len(picked) < 2:
+            count = len(self.offered)
+            hint = (
+                "Pick two or more trainings (space) to see their spec differences and KPIs."
+                if count >= 2
+                else "Compare needs two TAO trainings; this profile has "
+                f"{'one' if count == 1 else 'none'} so far."
+            )
+            self.query_one("#compare-tables", Static).update(Text(hint, style="italic"))
+            return
+        self.load(list(picked))
+
+    @work(exclusive=True, group="compare", exit_on_error=False)
+    async def load(self, ids: list[str]) -> None:
+        """The comparison from the back end (dropped if the picks changed meanwhile)."""
+        try:
+            found = await self.ctx.backend.compare(ids)
+        except TaoError as error:
+            self.notify(str(error), severity="error")
+            return
+        if list(self.picked) == ids:
+            self.query_one("#compare-tables", Static).update(comparison_view(found))
