@@ -41,6 +41,7 @@ from tao_slurm_tui.core.spec import (
     default_spec,
     resolve,
 )
+from tao_slurm_tui.core.spec.slice_rule import similar_runs
 from tao_slurm_tui.core.spec.tao_stage import TaoContext, uses_tao
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
@@ -350,12 +351,14 @@ class ClusterBackend:
         """Every rule on the draft, with the limits, capacity, TAO catalogue and (``names``)
         jobs known now; ``load_tao=False`` (the UI thread) never opens the TAO catalogue or
         builds a schema: a ``[tao]`` table waits until a worker did (:meth:`tao`)."""
+        stored = self.store.list_jobs(self._name)
         context = ResolveContext(
             partition_limits=self._limits(),
-            jobs={job.id: job for job in self.store.list_jobs(self._name)} if names else {},
+            jobs={job.id: job for job in stored} if names else {},
             profile_name=self._name,
             capacity=self.capacities.fresh(),
             tao=self._tao_context(draft, load_tao),
+            similar_runs=similar_runs(stored),
         )
         return resolve(draft, self._profile, context)
 
