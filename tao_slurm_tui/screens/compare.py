@@ -25,39 +25,38 @@ from tao_slurm_tui.widgets.app_header import AppHeader
 
 
 def comparison_view(found: Comparison) -> RenderableType:
-    """The runs, the differing keys and the KPIs as tables (plain text cells)."""
+    """The runs, the differing keys and the KPIs in one table, so the columns line up (plain
+    text cells: keys and values come from the cluster)."""
     ids = [job.job_id for job in found.jobs]
+    table = Table(box=None, header_style="bold", pad_edge=False, expand=False)
+    table.add_column("job", no_wrap=True, overflow="ellipsis", max_width=40)
+    for job_id in ids:
+        table.add_column(Text(job_id), no_wrap=True, overflow="ellipsis", max_width=30)
+    blank = [""] * len(ids)
 
-    def table(title: str) -> Table:
-        out = Table(title=title, title_justify="left", title_style="bold", box=None,
-                    header_style="bold", pad_edge=False, expand=False)  # fmt: skip
-        out.add_column("", no_wrap=True, overflow="ellipsis", max_width=36)
-        for job_id in ids:
-            out.add_column(Text(job_id), no_wrap=True, overflow="ellipsis", max_width=28)
-        return out
+    def section(title: str) -> None:
+        table.add_row(Text(title, style="bold"), *blank)
 
-    runs = table("Runs")
-    runs.add_row("status", *(Text(job.status) for job in found.jobs))
-    runs.add_row("epochs", *(job.epochs or "-" for job in found.jobs))
-    runs.add_row("slices", *(str(len(job.runs.ledger.runs) or "-") for job in found.jobs))
-    runs.add_row("spec from", *(job.source for job in found.jobs))
-    parts: list[RenderableType] = [runs, Text("")]
+    table.add_row("status", *(Text(job.status) for job in found.jobs))
+    table.add_row("epochs", *(job.epochs or "-" for job in found.jobs))
+    table.add_row("slices", *(str(len(job.runs.ledger.runs) or "-") for job in found.jobs))
+    table.add_row("spec from", *(job.source for job in found.jobs))
+    table.add_section()
     if found.differences:
-        spec = table(f"Spec differences ({len(found.differences)} keys)")
+        section(f"Spec: {len(found.differences)} keys differ")
         for key, values in found.differences:
-            spec.add_row(Text(key), *(Text(v if v is not None else "-") for v in values))
-        parts += [spec, Text("")]
+            table.add_row(Text(key), *(Text(v if v is not None else "-") for v in values))
     else:
-        parts += [Text("Spec differences: none, the specs are the same.", style="italic")]
+        section("Spec: the same")
+    table.add_section()
     if found.kpis:
-        kpis = table("KPIs: last value (best, when it was better earlier)")
+        section("KPIs: last (best, if better earlier)")
         for name, _pairs in found.kpis:
-            kpis.add_row(Text(name), *(found.kpi_cell(i, name) for i in range(len(ids))))
-        parts.append(kpis)
+            table.add_row(Text(name), *(found.kpi_cell(i, name) for i in range(len(ids))))
     else:
-        parts.append(Text("KPIs: none yet (they appear after the first epoch).", style="italic"))
-    parts += [Text(f"Note: {note}", style="italic") for note in found.notes]
-    return Group(*parts)
+        section("KPIs: none yet")
+    notes = [Text(f"Note: {note}", style="italic") for note in found.notes]
+    return Group(table, *notes)
 
 
 class CompareScreen(Screen[None]):

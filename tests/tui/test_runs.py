@@ -158,10 +158,68 @@ async def test_compare_two_trainings(fake: ClusterBackend, world: World) -> None
         pick = screen.query_one("#compare-pick")
         index = [job.id for job in screen.offered].index("detect-ok")
         await pilot.press(*["down"] * index, "space")  # dino-train-1 was picked; detect-ok too
-        await wait_for(pilot, lambda: "Spec differences" in plain(tables), "the comparison")
+        await wait_for(pilot, lambda: "Spec: " in plain(tables), "the comparison")
         text = plain(tables)
         assert "train.optim.lr" in text and "0.0005" in text and "0.001" in text
         assert "train.checkpoint_interval" in text
         assert "results_dir" not in text  # every job has its own
         assert "val_mAP" in text and "experiment.yaml" in text
         assert pick.has_focus
+
+
+# ----------------------------------------------------------------------------------- snapshots
+
+SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
+
+
+@pytest.fixture(params=list(SIZES.values()), ids=list(SIZES))
+def size(request: pytest.FixtureRequest) -> tuple[int, int]:
+    """Every snapshot at both sizes."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def test_snapshot_job_view(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend, world: World
+) -> None:
+    two_slices(world)
+
+    async def run_before(pilot: Any) -> None:
+        await queue(pilot)
+        await pilot.press("o")
+        view: JobViewScreen = await shown(pilot, JobViewScreen)
+        await wait_for(pilot, lambda: view.runs is not None, "the runs")
+        await settle(pilot)
+
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_queue_details_with_curves(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend, world: World
+) -> None:
+    two_slices(world)
+
+    async def run_before(pilot: Any) -> None:
+        screen = await queue(pilot)
+        panel = screen.query_one(RunsPanel)
+        await wait_for(pilot, lambda: panel.runs is not None, "the runs")
+        await settle(pilot)
+
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_compare(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend, world: World
+) -> None:
+    make_trainings(fake, world)
+
+    async def run_before(pilot: Any) -> None:
+        await queue(pilot)
+        await pilot.press("v")
+        screen: CompareScreen = await shown(pilot, CompareScreen)
+        index = [job.id for job in screen.offered].index("detect-ok")
+        await pilot.press(*["down"] * index, "space")
+        tables = screen.query_one("#compare-tables")
+        await wait_for(pilot, lambda: "Spec: " in plain(tables), "the comparison")
+        await settle(pilot)
+
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
