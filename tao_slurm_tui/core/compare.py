@@ -30,7 +30,7 @@ HIDDEN = "(hidden)"
 JOB_KEYS = ("image", "num_nodes", "num_gpus", "gpu_type", "time_hours", "timeout_hours")
 """Keys of the job itself compared beside the experiment spec (as ``job.<key>``)."""
 
-_SECRET_RE = re.compile(r"(key|password|passwd|token|secret|credential)s?$", re.IGNORECASE)
+_SECRET_RE = re.compile(r"(key|password|passwd|token|secret|credential)s?\Z", re.IGNORECASE)
 _ALWAYS_DIFFERENT = ("results_dir",)
 
 

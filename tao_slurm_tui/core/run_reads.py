@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tao_slurm_tui.core.quoting import quote
-from tao_slurm_tui.core.tick_reads import MARK, parse_sections, script
+from tao_slurm_tui.core.tick_reads import marker, parse_sections, script
 
 RUN_READ_CAP = 64 * 1024
 """Bytes of ``status.json`` read per training per command (more follow in the next)."""
@@ -97,23 +97,24 @@ def _part(read: RunRead) -> str:
     return "; ".join(parts)
 
 
-def run_reads_command(reads: Sequence[RunRead]) -> str:
-    """One ``sh -c`` reading every training of ``reads`` ('' when there is none)."""
+def run_reads_command(reads: Sequence[RunRead], nonce: str) -> str:
+    """One ``sh -c`` reading every training of ``reads`` ('' when there is none); its marker
+    lines carry ``nonce`` (core.tick_reads)."""
     if not reads:
         return ""
-    return script([_part(read) for read in reads])
+    return script([_part(read) for read in reads], nonce)
 
 
-def parse_run_reads(stdout: str, reads: Sequence[RunRead]) -> dict[str, RunAnswer]:
+def parse_run_reads(stdout: str, reads: Sequence[RunRead], nonce: str) -> dict[str, RunAnswer]:
     """The answers by job id; a training whose part is missing or garbled gets an empty answer
     (nothing is folded for it this time).
 
     Raises:
         ValueError: the output was cut short (no ``end`` marker).
     """
-    if f"{MARK}end" not in stdout:
+    if f"{marker(nonce)}end" not in stdout.split("\n"):
         raise ValueError("the output has no end marker")
-    sections = parse_sections(stdout)
+    sections = parse_sections(stdout, nonce)
     answers: dict[str, RunAnswer] = {}
     for read in reads:
         lines = [line for line in sections.get(("run", read.key), []) if line.strip()]
@@ -157,7 +158,7 @@ SPEC_CAP = 256 * 1024
 """Bytes of a job's ``experiment.yaml`` read for a comparison."""
 
 
-def experiment_reads_command(directories: dict[str, str]) -> str:
+def experiment_reads_command(directories: dict[str, str], nonce: str) -> str:
     """One ``sh -c`` printing each training's ``experiment.yaml`` (base64), by job id."""
     parts = []
     for key, directory in directories.items():
@@ -169,18 +170,18 @@ def experiment_reads_command(directories: dict[str, str]) -> str:
             f'for c in {candidates}; do if [ -f "$c" ]; then '
             f"head -c {SPEC_CAP} -- \"$c\" | base64 -w 0; break; fi; done; printf '\\n'"
         )
-    return script(parts) if parts else ""
+    return script(parts, nonce) if parts else ""
 
 
-def parse_experiment_reads(stdout: str, keys: Sequence[str]) -> dict[str, str]:
+def parse_experiment_reads(stdout: str, keys: Sequence[str], nonce: str) -> dict[str, str]:
     """Job id → its ``experiment.yaml`` (absent when none was found).
 
     Raises:
         ValueError: the output was cut short (no ``end`` marker).
     """
-    if f"{MARK}end" not in stdout:
+    if f"{marker(nonce)}end" not in stdout.split("\n"):
         raise ValueError("the output has no end marker")
-    sections = parse_sections(stdout)
+    sections = parse_sections(stdout, nonce)
     found = {}
     for key in keys:
         lines = [line for line in sections.get(("spec", key), []) if line.strip()]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rich.console import Group, RenderableType
 from rich.table import Table
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,6 +21,7 @@ from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.plain import plain, plain_line
 
 
 def comparison_view(found: Comparison) -> RenderableType:
@@ -31,13 +31,13 @@ def comparison_view(found: Comparison) -> RenderableType:
     table = Table(box=None, header_style="bold", pad_edge=False, expand=False)
     table.add_column("job", no_wrap=True, overflow="ellipsis", max_width=40)
     for job_id in ids:
-        table.add_column(Text(job_id), no_wrap=True, overflow="ellipsis", max_width=30)
+        table.add_column(plain_line(job_id), no_wrap=True, overflow="ellipsis", max_width=30)
     blank = [""] * len(ids)
 
     def section(title: str) -> None:
-        table.add_row(Text(title, style="bold"), *blank)
+        table.add_row(plain_line(title, style="bold"), *blank)
 
-    table.add_row("status", *(Text(job.status) for job in found.jobs))
+    table.add_row("status", *(plain_line(job.status) for job in found.jobs))
     table.add_row("epochs", *(job.epochs or "-" for job in found.jobs))
     table.add_row("slices", *(str(len(job.runs.ledger.runs) or "-") for job in found.jobs))
     table.add_row("spec from", *(job.source for job in found.jobs))
@@ -45,17 +45,19 @@ def comparison_view(found: Comparison) -> RenderableType:
     if found.differences:
         section(f"Spec: {len(found.differences)} keys differ")
         for key, values in found.differences:
-            table.add_row(Text(key), *(Text(v if v is not None else "-") for v in values))
+            table.add_row(
+                plain_line(key), *(plain_line(v if v is not None else "-") for v in values)
+            )
     else:
         section("Spec: the same")
     table.add_section()
     if found.kpis:
         section("KPIs: last (best, if better earlier)")
         for name, _pairs in found.kpis:
-            table.add_row(Text(name), *(found.kpi_cell(i, name) for i in range(len(ids))))
+            table.add_row(plain_line(name), *(found.kpi_cell(i, name) for i in range(len(ids))))
     else:
         section("KPIs: none yet")
-    notes = [Text(f"Note: {note}", style="italic") for note in found.notes]
+    notes = [plain(f"Note: {note}", style="italic") for note in found.notes]
     return Group(table, *notes)
 
 
@@ -89,13 +91,13 @@ class CompareScreen(Screen[None]):
         with Horizontal(id="compare-body"):
             yield SelectionList[str](
                 *(
-                    Selection(Text(f"{j.id} ({j.status})"), j.id, j.id in self.start)
+                    Selection(plain_line(f"{j.id} ({j.status})"), j.id, j.id in self.start)
                     for j in self.offered
                 ),
                 id="compare-pick",
             )
             with VerticalScroll(id="compare-result"):
-                yield Static(id="compare-tables")
+                yield Static(id="compare-tables", markup=False)
         yield AppFooter()
 
     def on_mount(self) -> None:
@@ -121,7 +123,7 @@ class CompareScreen(Screen[None]):
                 else "Compare needs two TAO trainings; this profile has "
                 f"{'one' if count == 1 else 'none'} so far."
             )
-            self.query_one("#compare-tables", Static).update(Text(hint, style="italic"))
+            self.query_one("#compare-tables", Static).update(plain(hint, style="italic"))
             return
         self.load(list(picked))
 

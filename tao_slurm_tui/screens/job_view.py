@@ -19,11 +19,13 @@ from textual.widgets import Static
 
 from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.kpi_plot import KpiPlot
+from tao_slurm_tui.widgets.plain import plain_line
 from tao_slurm_tui.widgets.runs_panel import runs_text
 
 
@@ -37,15 +39,22 @@ def runs_table(runs: JobRuns) -> Table:
         seconds = f"{run.epoch_seconds:.0f}" if run.epoch_seconds else ""
         start = "" if run.start is None else str(run.start)
         source = run.resumed_from.rsplit("/", 1)[-1] if run.resumed_from else ""
-        table.add_row(str(run.number), start, str(run.epochs), seconds, Text(source), Text(verdict))
+        table.add_row(
+            str(run.number),
+            start,
+            str(run.epochs),
+            seconds,
+            plain_line(source),
+            plain_line(verdict),
+        )
     return table
 
 
 def head_text(job: JobRecord) -> Text:
     """The job's id, status and SLURM id, as plain text."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{job.id}  ", style="bold")
-    text.append(f"{job.status}  ·  SLURM {job.slurm_state or '-'}")
+    text.append(shown(f"{job.id}  "), style="bold")
+    text.append(shown(f"{job.status}  ·  SLURM {job.slurm_state or '-'}"))
     if job.slurm_job_id:
         text.append(f" ({job.slurm_job_id})")
     return text
@@ -81,9 +90,9 @@ class JobViewScreen(Screen[None]):
         """Header, the job and its runs, the curves, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, f"runs of {self.job_id}")
         with VerticalScroll(id="job-view-text"):
-            yield Static(id="job-view-head")
-            yield Static(id="job-view-lines")
-            yield Static(id="job-view-runs")
+            yield Static(id="job-view-head", markup=False)
+            yield Static(id="job-view-lines", markup=False)
+            yield Static(id="job-view-runs", markup=False)
         yield KpiPlot(id="job-view-plot")
         yield AppFooter()
 

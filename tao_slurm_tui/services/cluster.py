@@ -15,6 +15,7 @@ Nothing is opened until first use: ``render`` touches neither the network nor th
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import cached_property
@@ -288,12 +289,13 @@ class ClusterBackend:
         jobs = [self.store.require(self._name, job_id) for job_id in ids]
         runs = await self.job_runs(ids)
         root = self._profile.results_root
-        command = experiment_reads_command({j.id: training_dir(j, root) for j in jobs})
+        nonce = secrets.token_hex(8)
+        command = experiment_reads_command({j.id: training_dir(j, root) for j in jobs}, nonce)
         notes: list[str] = []
         specs: dict[str, str] = {}
         try:
             result = await self.conn.run_framed(command, timeout=self._profile.command_timeout)
-            specs = parse_experiment_reads(result.stdout, ids)
+            specs = parse_experiment_reads(result.stdout, ids, nonce)
         except (RemoteError, ValueError) as exc:
             notes.append(f"The experiment specs could not be read ({exc}); compared as submitted.")
         columns = [column(job, runs[job.id], specs.get(job.id)) for job in jobs]

@@ -13,6 +13,7 @@ notification; the stop reason is written to the attempt's ``requeue.stop`` for t
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -75,14 +76,17 @@ class RunFollower:
         self._running: set[str] = set()
         """Jobs read as running in the last tick (one more read once they ended)."""
         self._asked: list[tuple[RunRead, JobRecord, TrainingRecord]] = []
+        self._nonce = ""
+        """The nonce of the tick whose reads :attr:`_asked` holds."""
         self._took_at = -FOLLOWED_FOR
         """When (``time.monotonic``) a tick last brought its reads."""
 
     # ------------------------------------------------------------------ the tick's part
 
-    def command(self, jobs: Sequence[JobRecord]) -> str:
+    def command(self, jobs: Sequence[JobRecord], nonce: str) -> str:
         """The shell part reading the trainings of the tick's ``jobs`` ('' when none): the ones
-        running or suspended, and those that were running in the last tick."""
+        running or suspended, and those that were running in the last tick; its marker lines
+        carry the tick's ``nonce``."""
         wanted = [
             j
             for j in jobs
@@ -92,7 +96,8 @@ class RunFollower:
         ]
         self._running = {j.id for j in wanted}
         self._asked = self._reads(wanted)
-        return run_reads_command([read for read, _job, _record in self._asked])
+        self._nonce = nonce
+        return run_reads_command([read for read, _job, _record in self._asked], nonce)
 
     def take(self, stdout: str, updates: Mapping[str, JobUpdate]) -> None:
         """Fold what the tick's part read; the jobs the tick updates carry the news in their
@@ -102,7 +107,7 @@ class RunFollower:
         if not asked:
             return
         try:
-            answers = parse_run_reads(stdout, [read for read, _job, _record in asked])
+            answers = parse_run_reads(stdout, [read for read, _job, _record in asked], self._nonce)
         except ValueError:
             return  # cut short: the next tick reads the same bytes again
         for read, job, record in asked:
@@ -149,9 +154,10 @@ class RunFollower:
             if not asked:
                 return
             reads = [read for read, _job, _record in asked]
-            result = await conn.run_framed(run_reads_command(reads), timeout=timeout)
+            nonce = secrets.token_hex(8)
+            result = await conn.run_framed(run_reads_command(reads, nonce), timeout=timeout)
             try:
-                answers = parse_run_reads(result.stdout, reads)
+                answers = parse_run_reads(result.stdout, reads, nonce)
             except ValueError:
                 return
             more = []

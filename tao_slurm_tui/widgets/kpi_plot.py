@@ -20,6 +20,7 @@ from textual_plotext import PlotextPlot
 
 from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.kpi_series import Series, format_value, is_loss
+from tao_slurm_tui.core.shown import shown
 
 COLORS = (("cyan", "cyan"), ("orange", "dark_orange"), ("green", "green"), ("magenta", "magenta"))
 """Curve colours in the order KPIs are listed: (plotext's name, Rich's name for the table)."""
@@ -43,7 +44,7 @@ def values_table(runs: JobRuns) -> Table:
     colors = palette(runs)
     for item in runs.series:
         name = Text("● ", style=colors[item.name][1])
-        name.append(item.name)
+        name.append(shown(item.name))
         table.add_row(name, format_value(item.last), format_value(item.best()))
     return table
 
@@ -131,7 +132,7 @@ class KpiPlot(Widget):
         """The losses' plot, the metrics' plot, the values."""
         yield PlotextPlot(id="kpi-loss")
         yield PlotextPlot(id="kpi-metric")
-        yield Static(id="kpi-values")
+        yield Static(id="kpi-values", markup=False)
 
     def on_mount(self) -> None:
         """Nothing to plot yet."""

@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tao_slurm_tui.core.job_runs import JobRuns, is_training
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.widgets.job_detail import DetailView
 from tao_slurm_tui.widgets.kpi_plot import KpiPlot
@@ -30,7 +31,7 @@ def runs_text(runs: JobRuns, tensorboard: str | None = None) -> Group:
     for label, sentence in [*runs.lines(), *extra]:
         line = Text(overflow="fold")
         line.append(f"{label}: ", style="bold")
-        line.append(sentence, style="bold" if label in ("Resume", "Stopped") else "")
+        line.append(shown(sentence), style="bold" if label in ("Resume", "Stopped") else "")
         lines.append(line)
     return Group(*lines)
 
@@ -66,7 +67,7 @@ class RunsPanel(Widget):
 
     def compose(self) -> ComposeResult:
         """The sentences, then the curves."""
-        yield Static(id="runs-text")
+        yield Static(id="runs-text", markup=False)
         yield KpiPlot(compact=True)
 
     def watch_view(self, view: DetailView) -> None:

@@ -45,7 +45,7 @@ from tao_slurm_tui.services.fakecluster import engine
 from tao_slurm_tui.services.fakecluster.world import World
 
 _WRAPPED = re.compile(r'eval "\$\(echo ([A-Za-z0-9+/=]+) \| base64 -d\)"')
-_MOUNT = re.compile(r"(?<![\w.~/$-])(" + "|".join(engine.MOUNTS) + r")(?=/|$|[\s'\"`;|&()<>:,=])")
+_MOUNT = re.compile(r"(?<![\w.~/$-])(" + "|".join(engine.MOUNTS) + r")(?=/|\Z|[\s'\"`;|&()<>:,=])")
 OUTPUT_LIMIT = 32 * 1024 * 1024
 """Longest answer a fake command may give (asyncio's readers need a bound)."""
 _DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
