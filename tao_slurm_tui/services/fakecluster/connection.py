@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import re
 import shlex
 import signal
@@ -131,6 +132,11 @@ class LocalProcess:
 
     def close(self) -> None:
         self._closed = True
+        # sshd hangs up the channel's whole session: what the command started goes too (a
+        # step srun started on a node, TensorBoard), not only its shell.
+        if self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
         self.send_signal("KILL")
         # Close the pipes now, while the loop runs (a test's loop may close right after).
         transport = getattr(self._process, "_transport", None)
