@@ -82,7 +82,10 @@ async def test_a_training_resumes_across_slices_and_completes_as_forecast(
     assert done.retries >= 1 and done.attempts[-1].timeout_restarts >= 1
     runs = (await runs_of(ph, done)).ledger.runs
     assert len(runs) >= 2
-    assert all(run.progress for run in runs[1:]), [r.to_json() for r in runs]
+    # Every run that trained started past the checkpoint before it; a last run may train none
+    # (its slice began after the last epoch, before TAO had exited: nothing left to resume).
+    assert runs[1].progress is True, [r.to_json() for r in runs]
+    assert all(run.progress is not False for run in runs[1:]), [r.to_json() for r in runs]
     assert runs[1].resumed_from.endswith(".pth")
     # The second run took up the training where the forecast said, within one interval.
     assert runs[1].start is not None and abs(runs[1].start - forecast.resume_epoch) <= 2
