@@ -12,14 +12,12 @@ list, so they refuse the same things in the same words.
 
 Where the coming checks plug in (see docs/ARCHITECTURE.md, "Resolving a spec"):
 
-* **The ``[tao]`` table** (issue 20) is a :data:`DraftStage`: it runs on the draft's table
-  before the schema, fills ``image`` and ``command`` from the TAO catalogue (an explicit
-  ``image`` wins), reads ``spec_file`` relative to :attr:`SpecDraft.base_dir` and merges
-  ``[tao.spec]``, and reports the experiment spec's problems under ``tao`` (the catalogue's pure
-  validate function). It needs the catalogue in the context: add a field to
-  :class:`ResolveContext` (a default of None keeps every caller working) and append the stage to
-  :data:`DRAFT_STAGES`. The schema must then accept the ``tao`` key (a ``tao`` field on
-  :class:`~tao_slurm_tui.core.spec.model.JobSpec`), so the stored spec keeps it.
+* **The ``[tao]`` table** (issue 20) is the first :data:`DraftStage` (:func:`tao_table`): it
+  runs on the draft's table before the schema, fills ``image`` and ``command`` from the TAO
+  catalogue (an explicit ``image`` wins), reads ``spec_file`` relative to
+  :attr:`SpecDraft.base_dir`, merges ``[tao.spec]`` and reports the experiment spec's problems
+  under ``tao``. The catalogue comes in :attr:`ResolveContext.tao`; the schema keeps the
+  ``tao`` table (:class:`~tao_slurm_tui.core.spec.model.TaoJob`) in the stored spec.
 * **Cluster checks** (:mod:`tao_slurm_tui.core.spec.cluster_rules`: the partition exists, the
   GPUs, CPUs and memory asked of one node fit a node of the partition, mount sources, inputs
   and the experiment spec's paths exist) read facts a service gathered in one round trip
@@ -45,6 +43,8 @@ from tao_slurm_tui.core.spec import cluster_rules
 from tao_slurm_tui.core.spec.draft import SpecDraft
 from tao_slurm_tui.core.spec.model import JobSpec
 from tao_slurm_tui.core.spec.problems import Problem
+from tao_slurm_tui.core.spec.slice_rule import checkpoint_problem
+from tao_slurm_tui.core.spec.tao_stage import TaoContext, tao_stage
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,12 @@ class ResolveContext:
     paths: Mapping[str, bool] | None = None
     """Cluster paths known to exist (True) or not (False); a path missing from it is not
     checked (None: nothing known)."""
+    tao: TaoContext | None = None
+    """The profile's TAO catalogue and schemas (None: not loaded; a ``[tao]`` table then
+    cannot be resolved and says so)."""
+    similar_runs: Mapping[Any, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """Seconds per epoch of the profile's TAO trainings by (network, nodes, GPUs per node)
+    (:func:`~tao_slurm_tui.core.spec.slice_rule.similar_runs`; empty: not checked)."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,12 @@ PATH_RULES: tuple[Rule, ...] = (
 )
 """The rules on the cluster's file system (the submission's check phase runs them too)."""
 
+
+def checkpoints_fit(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """A TAO training's checkpoint interval fits in one slice, by a similar run's epochs."""
+    return checkpoint_problem(subject.spec, subject.plan, context.similar_runs)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("partition", "partition", frozenset({"partition"}), partition_known),
     Rule("wall time", "time_hours", frozenset({"time_hours", "partition"}), wall_time),
@@ -217,6 +229,7 @@ RULES: tuple[Rule, ...] = (
     Rule("node memory", "cpus_per_task", _SHAPE, node_memory),
     *PATH_RULES,
     Rule("name free", "name", frozenset({"name"}), name_free),
+    Rule("checkpoints fit a slice", "tao", frozenset({"tao", "timeout_hours"}), checkpoints_fit),
 )
 """Every rule beyond the schema, in the order their problems are listed."""
 
@@ -235,5 +248,14 @@ DraftStage = Callable[
 (e.g. the ``[tao]`` table turned into ``image``, ``command`` and ``specs``) and what it found
 wrong. It must not change the table it is given."""
 
-DRAFT_STAGES: tuple[DraftStage, ...] = ()
-"""The draft stages, in order (none yet: issue 20's ``[tao]`` table is the first to come)."""
+
+def tao_table(
+    table: Mapping[str, Any], draft: SpecDraft, context: ResolveContext
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The ``[tao]`` table: network and action → image, command and the checked experiment
+    spec (:mod:`~tao_slurm_tui.core.spec.tao_stage`)."""
+    return tao_stage(table, draft, context.tao)
+
+
+DRAFT_STAGES: tuple[DraftStage, ...] = (tao_table,)
+"""The draft stages, in order."""

@@ -21,8 +21,9 @@ from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec import ResolvedStep
 from tao_slurm_tui.core.spec.cluster_rules import cluster_paths
-from tao_slurm_tui.core.spec.problems import Refused
+from tao_slurm_tui.core.spec.problems import Problem, Refused
 from tao_slurm_tui.core.spec.rules import Subject, name_taken, path_problems
+from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.connection import RemoteFiles
 from tao_slurm_tui.services.backend import ProgressCallback, SubmitStage
@@ -67,8 +68,16 @@ async def check(
     if existing is not None and existing.submitted:
         # Submitted since the job was resolved (another window, a script): the same words.
         raise BadInput(name_taken(existing, profile_name))
-    to_check = cluster_paths(step.spec, profile)
-    report(SubmitStage.CHECKING, f"checking {_paths(len(to_check))} on the cluster")
+    labels = step.spec.labelled_paths()
+    to_check = list(dict.fromkeys([*labels, *cluster_paths(step.spec, profile)]))
+    tao = step.spec.tao
+    if tao is not None:
+        report(
+            SubmitStage.CHECKING,
+            f"{tao.network} {tao.action}: experiment spec valid for TAO {tao.version}; "
+            f"{plural(len(tao.datasets), 'dataset path')} to find",
+        )
+    report(SubmitStage.CHECKING, f"checking {plural(len(to_check), 'path')} on the cluster")
     command = check_paths_command(to_check)
     paths = step.plan.paths
     if existing is None:
@@ -84,14 +93,34 @@ async def check(
         exists = {path: path not in missing for path in to_check}
         action = step.name[len(step.pipeline_id) + 1 :] if step.index else ""
         subject = Subject(step.spec, step.index, action, step.pipeline_id)
-        raise Refused(path_problems(subject, profile, exists), source)
+        problems = path_problems(subject, profile, exists)
+        # What no path rule names (a TAO dataset key): with its key, under the TAO table.
+        told = " ".join(p.text for p in problems)
+        others = [_named(p, labels.get(p, "")) for p in to_check if p in missing and p not in told]
+        if others:
+            problems.append(_missing_datasets(others))
+        raise Refused(problems, source)
     if existing is None:
         _refuse_taken_on_cluster(step.name, *parse_taken(result.stdout))
     return Checked(existing)
 
 
-def _paths(count: int) -> str:
-    return "1 path" if count == 1 else f"{count} paths"
+def _named(path: str, label: str) -> str:
+    """A missing path with the spec key that names it (a TAO dataset key, a [specs] key)."""
+    if not label or label == "inputs":
+        return path
+    return f"{path} ({label})"
+
+
+def _missing_datasets(named: list[str]) -> Problem:
+    verb = "does" if len(named) == 1 else "do"
+    return Problem(
+        "tao",
+        f"{plural(len(named), 'dataset path')} {verb} not exist on the cluster: "
+        f"{', '.join(named)}; stage the data on the shared filesystem or fix the paths.",
+        form="located",
+        rule="dataset paths",
+    )
 
 
 def _refuse_taken_on_cluster(name: str, live: list[str], staged: list[str]) -> None:
