@@ -299,6 +299,9 @@ def classify(
 ) -> RetryDecision:
     """Decide whether a finished attempt is retried.
 
+    Long because: one ordered list of decisions (state, unreadable log, container runtime,
+    the script's own stop, program errors, infrastructure signs, the budget), read top down.
+
     Args:
         slurm_state: the attempt's final SLURM state (any spelling: ``CANCELLED by 1001``).
         log_tail_lines: the last :data:`LOG_TAIL_LINES` lines of ``main.out`` and of

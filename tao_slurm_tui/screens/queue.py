@@ -12,7 +12,6 @@ Nothing calls a redraw: setting the state is enough.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from textual import getters, on, work
 from textual.app import ComposeResult
@@ -21,7 +20,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.notifications import Notification, Notify
 from textual.reactive import var
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Input
 
@@ -38,6 +36,7 @@ from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.job_view import JobViewScreen
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
+from tao_slurm_tui.screens.queue_habits import QueueHabits
 from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
@@ -79,7 +78,7 @@ def pipelines_of(jobs: dict[str, JobRecord]) -> dict[str, Pipeline]:
     }
 
 
-class QueueScreen(Screen[None]):
+class QueueScreen(QueueHabits):
     """Jobs of the profile, polled in the background while this screen is visible."""
 
     BINDINGS = [
@@ -133,8 +132,6 @@ class QueueScreen(Screen[None]):
     """Every job of the last snapshot (before filtering), by id; a new dict redraws."""
     filter_text: var[str] = var("", init=False)
     """Words every shown job matches (in any column)."""
-    show_finished: var[bool] = var(True, init=False)
-    """Show jobs that are Complete, Error or Canceled."""
     collapsed: var[frozenset[str]] = var(frozenset(), init=False)
     """Pipelines shown as their one row (space or enter on the row toggles)."""
     sorted_by: var[SortOrder] = var(SortOrder(), init=False)
@@ -288,11 +285,6 @@ class QueueScreen(Screen[None]):
     def _sorted(self, event: JobTable.Sorted) -> None:
         self.sorted_by = event.order
         self._remember(queue_sort=sort_setting(event.order))
-
-    def _remember(self, **changes: Any) -> None:
-        error = self.ctx.remember(**changes)
-        if error:
-            self.notify(f"The queue's view is used but not saved: {error}", severity="warning")
 
     @on(JobTable.Highlighted)
     def _highlighted(self, event: JobTable.Highlighted) -> None:
@@ -470,45 +462,11 @@ class QueueScreen(Screen[None]):
     def _filter_done(self, event: Input.Submitted) -> None:
         self.table.focus()
 
-    def action_toggle_finished(self) -> None:
-        """Hide or show jobs that are Complete, Error or Canceled."""
-        self.show_finished = not self.show_finished
-        self._remember(show_finished=self.show_finished)
-        self.notify(
-            "Finished jobs shown." if self.show_finished else "Finished jobs hidden.", timeout=2
-        )
-
     def action_refresh(self) -> None:
         """Poll now (a failure does not lengthen the back-off); after a declined or refused
         one-time code, this is what asks for one again."""
         self.ctx.backend.ask_again()
         self.poll(manual=True)
-
-    def action_copy_id(self) -> None:
-        """Copy the selected job's SLURM id (what scontrol, sacct and seff take) to the
-        clipboard (OSC 52: works over SSH too); its name while it has none yet."""
-        job = self._selected()
-        if job is None:
-            return
-        if job.slurm_job_id:
-            self.app.copy_to_clipboard(job.slurm_job_id)
-            self.notify(f"Copied SLURM id {job.slurm_job_id} ({job.id}).", timeout=2)
-        else:
-            self.app.copy_to_clipboard(job.id)
-            self.notify(f"Copied {job.id} (no SLURM id yet).", timeout=2)
-
-    def action_ask_quit(self) -> None:
-        """Quit after a yes (``q`` is "back" on other screens: two presses must not leave the
-        app); ctrl+q quits at once."""
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.app.exit()
-
-        self.app.push_screen(
-            ConfirmModal("Quit tao-slurm-tui? Your jobs keep running on the cluster.", "Quit"),
-            answered,
-        )
 
     def action_toggle_detail(self) -> None:
         """Hide or show the details pane (more rows on a small terminal)."""

@@ -382,7 +382,10 @@ class Monitor:
     async def _maybe_retry(self, w: JobUpdate) -> None:
         """A failed attempt: Error, or (infrastructure, budget left) resubmitted exactly once
         across processes under the same id, with the failed nodes excluded if the partition
-        has enough others."""
+        has enough others.
+
+        Long because: the not-retried message (TAO's words, a runtime cause, a quoted line)
+        and the resubmission under its lock are one sequence of the same job's record."""
         job = w.job
         attempt = job.attempts[-1]
         decision = retry_rules.classify(

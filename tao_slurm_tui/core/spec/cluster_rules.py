@@ -223,8 +223,9 @@ def spec_paths_problem(spec: JobSpec, paths: Mapping[str, bool] | None) -> str:
     """Every cluster path in ``specs`` (the TAO experiment spec) exists on the cluster."""
     if not paths:
         return ""
-    inputs = set(spec.resolved_inputs())
-    missing = [p for p in spec.paths_to_check() if p not in inputs and paths.get(p) is False]
+    # Paths under ``specs`` only: a TAO dataset path is named with its key by the check phase.
+    labelled = spec.labelled_paths().items()
+    missing = [p for p, key in labelled if key.startswith("specs") and paths.get(p) is False]
     return _missing_sentence("specs", "path", missing)
 
 
