@@ -407,3 +407,69 @@ def test_gen_trt_engine_takes_the_export_step_s_onnx_in_the_deploy_image(
     mine = pipeline({"action": "export"}, {"action": "gen_trt_engine"}, image="reg.site/tao:x")
     steps = run(mine, catalogue, spec_dir).require().steps
     assert {s.spec.image for s in steps} == {"reg.site/tao:x"}
+
+
+def test_a_resolved_or_stored_tao_spec_is_edited_as_its_user_wrote_it(
+    catalogue: TaoCatalogue, spec_dir: Path
+) -> None:
+    from tao_slurm_tui.core.spec.tao_stage import editable
+
+    table = pipeline(
+        {"action": "evaluate", "tao": {"checkpoint": "model_epoch_001.pth"}},
+        {"action": "export"},
+        {"action": "gen_trt_engine"},
+        {"action": "report", "command": "ls"},
+    )
+    stored = run(table, catalogue, spec_dir).require().spec.model_dump(mode="json")
+    assert stored["command"].startswith("classification_pyt train")
+    back = editable(stored)
+    assert back["tao"] == table["tao"] and "command" not in back and "image" not in back
+    assert back["then"][0]["tao"] == {"checkpoint": "model_epoch_001.pth"}
+    assert "command" not in back["then"][2] and "image" not in back["then"][2]  # -deploy
+    assert back["then"][3]["command"] == "ls"
+    again = run(back, catalogue, spec_dir).require().spec.model_dump(mode="json")
+    assert again == stored
+    # An image of the user's own is kept; a table the user wrote is left as it is.
+    mine = run(job(image="reg.site/tao:x"), catalogue, spec_dir).require().spec
+    assert editable(mine.model_dump(mode="json"))["image"] == "reg.site/tao:x"
+    written = job(command="python x.py")
+    assert editable(written) == written
+
+
+# ----------------------------------------------------------------------------------- the editor
+
+
+def test_the_editor_shows_the_whole_spec_and_keeps_only_the_edits(
+    catalogue: TaoCatalogue,
+) -> None:
+    from tao_slurm_tui.core.tao.spec_edit import (
+        base_data,
+        editor_text,
+        key_lines,
+        line_of,
+        overrides_from,
+        popular,
+    )
+
+    schema = catalogue.schema("classification_pyt")
+    file_spec = yaml.safe_load(TRAIN_YAML)
+    text = editor_text(schema, "train", file_spec, {"train.num_epochs": 7})
+    assert text.startswith("# classification_pyt train: the default experiment spec")
+    data = yaml.safe_load(text)
+    assert data["train"]["num_epochs"] == 7 and data["dataset"]["num_classes"] == 2
+    base = base_data(schema, "train", file_spec)
+    assert overrides_from(data, base) == {"train.num_epochs": 7}
+    edited = text.replace("  num_epochs: 7", "  num_epochs: 9").replace(
+        "  batch_size: 8", "  batch_size: 4"
+    )
+    assert overrides_from(yaml.safe_load(edited), base) == {
+        "dataset.batch_size": 4,
+        "train.num_epochs": 9,
+    }
+    lines = key_lines(edited)
+    assert edited.splitlines()[lines["train.num_epochs"] - 1] == "  num_epochs: 9"
+    assert line_of("train.num_epoch", lines) == lines["train"]  # an unknown key: its table
+    assert key_lines("a: [") == {}
+    shown = popular(schema, "train", data)
+    assert shown and all(s.info.popular for s in shown)
+    assert shown[0].info.key.startswith("train.")

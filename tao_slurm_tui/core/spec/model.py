@@ -157,6 +157,8 @@ class TaoJob(BaseModel):
     model: str = ""
     """What a pipeline step takes as its model: a file, or ``<train dir>/*_latest.pth`` (the
     newest there when the step starts)."""
+    image: str = ""
+    """The catalogue's image the job got because its spec named none ('' when it named one)."""
 
     @model_serializer(mode="wrap")
     def _dump(

@@ -46,15 +46,12 @@ from tao_slurm_tui.core.spec.draft import SpecDraft
 from tao_slurm_tui.core.spec.model import DEFAULT_IMAGE
 from tao_slurm_tui.core.spec.problems import Problem
 from tao_slurm_tui.core.spec.tao_run import TaoRun, job_paths
-from tao_slurm_tui.core.spec.tao_steps import derive_steps
+from tao_slurm_tui.core.spec.tao_steps import STEP_KEYS, derive_steps
 from tao_slurm_tui.core.tao.catalog import Catalog
 from tao_slurm_tui.errors import BadInput
 
 USER_KEYS = ("network", "action", "spec_file", "spec")
 """The keys a user writes in ``[tao]``."""
-
-STEP_KEYS = ("spec_file", "spec", "checkpoint")
-"""The keys a user writes in a pipeline step's ``[then.tao]``."""
 
 
 class SchemaNotLoaded(Exception):
@@ -151,11 +148,51 @@ def tao_stage(
         return _stand_ins(out), problems
     out.update(tao=derived.tao, command=derived.command)
     if not str(table.get("image") or "").strip():
-        out["image"] = derived.image
+        out["image"] = out["tao"]["image"] = derived.image
     if steps is not None:
         out["then"] = steps
     problems += derived.problems + step_problems
     return out, problems
+
+
+def editable(table: Mapping[str, Any]) -> dict[str, Any]:
+    """A spec table as its user writes it: a resolved or stored ``[tao]`` job (its ``tao``
+    table holds what resolving derived) loses the derived keys, the command and the image the
+    catalogue gave it, and so do its TAO steps -- what the composer shows and Save writes. Any
+    other table is returned as it is."""
+    out = dict(table)
+    tao = out.get("tao")
+    if not _derived(tao):
+        return out
+    assert isinstance(tao, Mapping)
+    out["tao"] = {k: tao[k] for k in USER_KEYS if tao.get(k) not in (None, "", {})}
+    out.pop("command", None)
+    if tao.get("image") and out.get("image") == tao.get("image"):
+        out.pop("image", None)
+    if not out.get("specs"):
+        out.pop("specs", None)
+    steps = out.get("then")
+    if isinstance(steps, list):
+        out["then"] = [_editable_step(step) for step in steps]
+    return out
+
+
+def _derived(tao: Any) -> bool:
+    return isinstance(tao, Mapping) and any(k in tao for k in ("version", "experiment"))
+
+
+def _editable_step(step: Any) -> Any:
+    if not isinstance(step, Mapping) or not _derived(step.get("tao")):
+        return step
+    out = dict(step)
+    tao = out.pop("tao")
+    own = {k: tao[k] for k in STEP_KEYS if tao.get(k) not in (None, "", {})}
+    if own:
+        out["tao"] = own
+    out.pop("command", None)
+    if tao.get("image") and out.get("image") == tao.get("image"):
+        out.pop("image", None)
+    return out
 
 
 def _stand_ins(out: dict[str, Any]) -> dict[str, Any]:

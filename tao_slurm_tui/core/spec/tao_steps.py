@@ -87,6 +87,8 @@ def derive_steps(
             continue
         if explicit_image or step.get("image"):
             new.pop("image", None)
+        else:
+            new["tao"]["image"] = new["image"]
         out.append(new)
         problems += [_located(p, where) for p in found]
         before.append(ran)
