@@ -23,7 +23,7 @@ from tao_slurm_tui.config import Profile
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.spec import ResolveContext, ResolvedJob, SpecDraft, resolve
-from tao_slurm_tui.core.spec.tao_stage import TaoContext
+from tao_slurm_tui.core.spec.tao_source import TaoContext
 from tao_slurm_tui.core.tao.catalog import ImageSettings
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.services.store import JobStore

@@ -18,7 +18,7 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec import ResolveContext, SpecDraft, resolve
 from tao_slurm_tui.core.spec.model import host_path
 from tao_slurm_tui.core.spec.tao_run import hydra_value
-from tao_slurm_tui.core.spec.tao_stage import TaoContext
+from tao_slurm_tui.core.spec.tao_source import TaoContext
 from tao_slurm_tui.core.tao.catalog import ImageSettings
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter

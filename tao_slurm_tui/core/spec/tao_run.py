@@ -21,7 +21,7 @@ from tao_slurm_tui.core.tao.catalog import TaoAction, TaoNetwork
 from tao_slurm_tui.errors import BadInput
 
 if TYPE_CHECKING:
-    from tao_slurm_tui.core.spec.tao_stage import TaoSource
+    from tao_slurm_tui.core.spec.tao_source import TaoSource
 
 CREATED_FILES = {
     "create_onnx_file": "model.onnx",

@@ -31,76 +31,25 @@ by default), and files the action creates that NVIDIA's own service names (``exp
 → ``<results_dir>/export/model.onnx``).
 
 Pure: the catalogue, the schemas and reading the local ``spec_file`` come through the
-:class:`TaoSource` in the context (services/tao.py builds it; the first schema of a network runs
-NVIDIA's config dataclasses, which the composer does in a worker first).
+:class:`~.tao_source.TaoSource` in the context (services/tao.py builds it; the first schema of a
+network runs NVIDIA's config dataclasses, which the composer does in a worker first).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tao_slurm_tui.core.spec.draft import SpecDraft
 from tao_slurm_tui.core.spec.model import DEFAULT_IMAGE
 from tao_slurm_tui.core.spec.problems import Problem
 from tao_slurm_tui.core.spec.tao_run import TaoRun, job_paths
+from tao_slurm_tui.core.spec.tao_source import SchemaNotLoaded, TaoContext
 from tao_slurm_tui.core.spec.tao_steps import STEP_KEYS, derive_steps
-from tao_slurm_tui.core.tao.catalog import Catalog
 from tao_slurm_tui.errors import BadInput
 
 USER_KEYS = ("network", "action", "spec_file", "spec")
 """The keys a user writes in ``[tao]``."""
-
-
-class SchemaNotLoaded(Exception):
-    """The network's schema is not built yet (the composer builds it in a worker first)."""
-
-
-class TaoSource(Protocol):
-    """What the stage needs of a TAO version (services/tao.py's ``TaoCatalogue``)."""
-
-    @property
-    def version(self) -> str:
-        """The TAO version."""
-        ...
-
-    @property
-    def catalog(self) -> Catalog:
-        """Every network of the version."""
-        ...
-
-    def image(self, network: str, action: str) -> str:
-        """The image ``network action`` runs in, for this site."""
-        ...
-
-    def schema(self, network: str) -> Any:
-        """The network's :class:`~tao_slurm_tui.core.tao.schema.TaoSchema`.
-
-        Raises:
-            SchemaNotLoaded: not built yet, and building it must not happen here.
-        """
-        ...
-
-    def read_spec(self, path: Path) -> dict[str, Any]:
-        """A local YAML experiment spec as plain data.
-
-        Raises:
-            BadInput: missing, unreadable, not YAML or not a mapping.
-        """
-        ...
-
-
-@dataclass(frozen=True)
-class TaoContext:
-    """The TAO knowledge a resolve has: the version's catalogue and schemas, and where the
-    profile puts a job's files (the command and the staged spec name them)."""
-
-    source: TaoSource
-    """The catalogue and schemas of the profile's TAO version."""
-    results_root: str
-    """The profile's ``base_results_dir``."""
 
 
 # ----------------------------------------------------------------------------------- the stage

@@ -39,7 +39,7 @@ from tao_slurm_tui.core.tao.catalog import TaoAction
 from tao_slurm_tui.errors import BadInput
 
 if TYPE_CHECKING:
-    from tao_slurm_tui.core.spec.tao_stage import TaoContext
+    from tao_slurm_tui.core.spec.tao_source import TaoContext
 
 STEP_KEYS = ("spec_file", "spec", "checkpoint")
 """The keys a user writes in a TAO step's ``[then.tao]``."""
