@@ -90,9 +90,11 @@ def line_of(key: str, lines: Mapping[str, int]) -> int | None:
 
 def popular(schema: TaoSchema, action: str, data: Mapping[str, Any]) -> list[Suggestion]:
     """The action's settings NVIDIA marks popular (the ones people change most), the action's
-    own table first, with their values in ``data`` (the editor's spec)."""
-    fields = [f for f in schema.fields(action) if f.popular]
+    own table first, with their values in ``data`` (the editor's spec); not the ones the product
+    sets from the job (its GPUs, nodes and results dir)."""
     own = schema.action(action).section
+    product = {"results_dir", *(f"{own}.{k}" for k in ("num_gpus", "gpu_ids", "num_nodes"))}
+    fields = [f for f in schema.fields(action) if f.popular and f.key not in product]
     fields.sort(key=lambda f: (not f.key.startswith(own + "."), 0))
     return [Suggestion(f, _value_at(data, f.key)) for f in fields[:POPULAR_SHOWN]]
 
