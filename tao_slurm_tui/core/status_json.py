@@ -28,6 +28,16 @@ Terminal = Literal["SUCCESS", "FAILURE"]
 MAX_LINE_BYTES = 1 << 20
 """A partial line longer than this is dropped: memory stays bounded whatever the file holds."""
 
+MAX_KPI_KEYS = 32
+"""KPIs kept per job: the most recently written ones (loss, mAP, lr, ...). A ``status.json``
+that writes new keys on every line cannot grow the record, the state DB or the detail pane."""
+MAX_KPI_KEY_CHARS = 64
+"""A longer KPI name is cut."""
+MAX_KPI_TEXT_CHARS = 64
+"""A KPI written as text (DINO and RT-DETR write mAP as strings) is cut to this."""
+MAX_WORD_CHARS = 64
+"""``status`` and ``eta`` kept."""
+
 
 class StatusJsonReader:
     """Turns chunks of ``status.json`` bytes into entries, keeping an incomplete last line."""
@@ -88,6 +98,36 @@ class StatusJsonReader:
         return value
 
 
+def _cut(value: Any, limit: int) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def kpi_value(value: Any) -> int | float | bool | str | None:
+    """A KPI value as it is kept: a number as it is, text cut to :data:`MAX_KPI_TEXT_CHARS`;
+    None (dropped) for a list, an object or null."""
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return _cut(value, MAX_KPI_TEXT_CHARS)
+    return None
+
+
+def merge_kpis(kept: dict[str, Any], new: Mapping[Any, Any]) -> None:
+    """Fold ``new`` KPIs into ``kept`` (in place): the latest value of each key, keys in the
+    order they were last written, at most :data:`MAX_KPI_KEYS` of them (the least recently
+    written go first), names and text values cut."""
+    for key, value in new.items():
+        kept_value = kpi_value(value)
+        if kept_value is None:
+            continue
+        name = _cut(key, MAX_KPI_KEY_CHARS)
+        kept.pop(name, None)
+        kept[name] = kept_value
+    for name in list(kept)[: max(0, len(kept) - MAX_KPI_KEYS)]:
+        del kept[name]
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -122,7 +162,7 @@ class StatusSummary:
             status = entry.get("status")
             message = first_line(entry.get("message"))
             if isinstance(status, str) and status.strip():
-                p.status = status.strip().upper()
+                p.status = _cut(status.strip().upper(), MAX_WORD_CHARS)
                 if p.status == "STARTED":
                     self.terminal, self.terminal_message = None, ""
                 elif p.status in ("SUCCESS", "FAILURE"):
@@ -139,11 +179,11 @@ class StatusSummary:
             for key in ("eta", "time_per_epoch"):
                 value = entry.get(key)
                 if value not in (None, ""):
-                    setattr(p, key, str(value))
+                    setattr(p, key, _cut(value, MAX_WORD_CHARS))
             kpi = entry.get("kpi")
             if isinstance(kpi, Mapping):
                 # KPIs arrive piecemeal (loss each epoch, mAP at validation): keep each latest.
-                p.kpi.update({str(k): v for k, v in kpi.items()})
+                merge_kpis(p.kpi, kpi)
 
     @property
     def message(self) -> str:
@@ -156,6 +196,8 @@ class StatusSummary:
 MESSAGE_CHARS = 300
 """A message is kept to its first line and this many characters: TAO also logs its whole
 experiment configuration as one message ("Experiment configuration:\n<yaml>")."""
+MAX_MESSAGE_CHARS = MESSAGE_CHARS
+"""``message`` kept (a configuration dump or a traceback is cut to its first line, with "…")."""
 
 
 def first_line(message: Any) -> str:
@@ -218,7 +260,7 @@ def status_words(status: str | None) -> str:
 # ----------------------------------------------------------------------------------- durations
 
 _TIMEDELTA = re.compile(
-    r"^\s*(?:(?P<days>-?\d+) days?, )?(?P<h>\d+):(?P<m>\d{1,2}):(?P<s>\d{1,2}(?:\.\d+)?)\s*$"
+    r"^\s*(?:(?P<days>-?\d+) days?, )?(?P<h>\d+):(?P<m>\d{1,2}):(?P<s>\d{1,2}(?:\.\d+)?)\s*\Z"
 )
 
 

@@ -30,13 +30,13 @@ _HYDRA_HEAD = re.compile(
     r"|Error loading '.*'.*"
     r"|Error parsing override '.*'"
     r"|Could not delete from config\..*"
-    r"|Cannot find primary config '.*'.*)$"
+    r"|Cannot find primary config '.*'.*)\Z"
 )
 """The first line of Hydra's message for a spec it could not compose."""
 
 _LAUNCHER = re.compile(
     r"^ERROR: (The subtask `.*` requires the following argument.*"
-    r"|The indicated experiment spec file `.*` doesn't exist!.*)$"
+    r"|The indicated experiment spec file `.*` doesn't exist!.*)\Z"
 )
 """TAO's launcher refusing to start (no ``-e``, or a spec file that does not exist)."""
 

@@ -103,34 +103,34 @@ class TaoForm(Vertical):
     def compose(self) -> ComposeResult:
         """The switch, then (on) the pickers, the spec file, the editor and its problems."""
         with Horizontal(classes="field-row"):
-            yield Label("TAO job", classes="field-label")
+            yield Label("TAO job", classes="field-label", markup=False)
             yield Switch(id="tao-on", tooltip="A TAO network and action instead of a command")
-            status = Label("", id="tao-status")
+            status = Label("", id="tao-status", markup=False)
             status.display = False
             yield status
         with Vertical(id="tao-body", classes="-off"):
             with Horizontal(classes="field-row"):
-                yield Label("Network", classes="field-label")
+                yield Label("Network", classes="field-label", markup=False)
                 yield Select(
                     [], prompt="loading the TAO catalogue…", id="tao-network", compact=True
                 )
             with Horizontal(classes="field-row"):
-                yield Label("Action", classes="field-label")
+                yield Label("Action", classes="field-label", markup=False)
                 yield Select([], prompt="pick a network first", id="tao-action", compact=True)
             with Horizontal(classes="field-row"):
-                yield Label("Spec file", classes="field-label")
+                yield Label("Spec file", classes="field-label", markup=False)
                 yield Input(
                     placeholder="e.g. specs/train.yaml (optional)",
                     id="tao-spec-file",
                     select_on_focus=False,
                 )
-            yield Label("", id="tao-popular")
+            yield Label("", id="tao-popular", markup=False)
             editor = TextArea(id="tao-editor", soft_wrap=False, tab_behavior="focus")
             if "yaml" in editor.available_languages:
                 editor.language = "yaml"
             editor.show_line_numbers = True
             yield editor
-            yield Label("", id="tao-problems")
+            yield Label("", id="tao-problems", markup=False)
 
     # ------------------------------------------------------------------ the table
 

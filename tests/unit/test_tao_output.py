@@ -41,6 +41,10 @@ from tao_slurm_tui.core.tick_reads import (
 STANDINS = Path(__file__).resolve().parents[2] / "scripts" / "sandbox"
 
 
+NONCE = "7a0c0ffee7a0beef"
+"""The tick's nonce (core/tick_reads.py: markers and disguised names)."""
+
+
 def sh(command: str) -> str:
     return subprocess.run(
         ["/bin/sh", "-c", command], capture_output=True, text=True, timeout=60, check=True
@@ -102,8 +106,9 @@ def spec(tmp_path: Path, dataset: Path, **train: Any) -> Path:
 
 def live_reads(results_dirs: dict[str, str]) -> dict[str, str]:
     """What a monitor tick's first round trip reads for running jobs, through a real sh."""
-    out = sh(status_tail_command(results_dirs, STATUS_TAIL_LIVE))
-    return split_status_tails(parse_sections(out).get(("status", ""), []), results_dirs)
+    out = sh(status_tail_command(results_dirs, STATUS_TAIL_LIVE, NONCE))
+    lines = parse_sections(out, NONCE).get(("status", ""), [])
+    return split_status_tails(lines, results_dirs, NONCE)
 
 
 def summary_of(text: str) -> StatusSummary:
@@ -143,7 +148,9 @@ def test_a_three_epoch_train_is_read_where_tao_writes_it(
 
     # The end: no SUCCESS line, exit 0 → Complete, with TAO's own last words.
     reads = FinishedReads(status={"cls": str(results)}, order=["cls"])
-    final = parse_finished_reads(sh(finished_reads_command(reads)), reads).status["cls"]
+    final = parse_finished_reads(sh(finished_reads_command(reads, NONCE)), reads, NONCE).status[
+        "cls"
+    ]
     done = summary_of(final)
     assert done.progress.epoch_text == "3/3" and done.terminal is None
     assert resolve_completed(done.terminal, done.message) == (
@@ -167,7 +174,7 @@ def test_a_failure_line_and_a_hydra_error_are_the_reasons_shown(
     assert rc == 1 and "Execution status: FAIL" in out
     reads = FinishedReads(status={"ev": str(ev)}, order=["ev"])
     summary = summary_of(
-        parse_finished_reads(sh(finished_reads_command(reads)), reads).status["ev"]
+        parse_finished_reads(sh(finished_reads_command(reads, NONCE)), reads, NONCE).status["ev"]
     )
     reason = failure_reason(summary.terminal, summary.message, out.splitlines())
     assert reason.startswith("Configuration error: Missing mandatory value: evaluate.checkpoint")
@@ -180,7 +187,9 @@ def test_a_failure_line_and_a_hydra_error_are_the_reasons_shown(
     )  # fmt: skip
     assert rc == 1 and not bad.exists()
     reads = FinishedReads(status={"bad": str(bad)}, order=["bad"])
-    text = parse_finished_reads(sh(finished_reads_command(reads)), reads).status["bad"]
+    text = parse_finished_reads(sh(finished_reads_command(reads, NONCE)), reads, NONCE).status[
+        "bad"
+    ]
     summary = summary_of(text)
     assert text == "" and summary.terminal is None
     reason = failure_reason(summary.terminal, summary.message, out.splitlines())
