@@ -19,7 +19,6 @@ from tao_slurm_tui.app import TaoSlurmApp, make_app
 from tao_slurm_tui.config import Config, Settings
 from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.screens.composer import ComposerScreen
-from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.store import JobStore
@@ -29,6 +28,7 @@ from tests.tui.test_cluster_workflows import (  # noqa: F401 (a fixture)
     SIZE,
     _unique,
     job_names,
+    open_composer_with_demo,
     queue_status,
     retype,
     wait_for,
@@ -61,16 +61,7 @@ def tao_app(
 
 async def open_tao_example(pilot: Pilot[Any]) -> ComposerScreen:
     """From the queue: n, Ctrl+O, the example's path, Enter; wait for the schema's editor."""
-    app = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), "the queue")
-    await pilot.press("n")
-    await wait_for(pilot, lambda: isinstance(app.screen, ComposerScreen), "the composer")
-    composer = app.screen
-    assert isinstance(composer, ComposerScreen)
-    await pilot.press("ctrl+o")
-    await wait_for(pilot, lambda: isinstance(app.screen, PathModal), "the load dialog")
-    await pilot.press(*str(EXAMPLE), "enter")
-    await wait_for(pilot, lambda: app.screen is composer, "the composer again")
+    composer = await open_composer_with_demo(pilot, EXAMPLE, "cls-demo")
     await wait_for(pilot, lambda: composer.tao_form.schema is not None, "the TAO schema")
     return composer
 

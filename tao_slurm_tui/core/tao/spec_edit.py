@@ -96,14 +96,15 @@ def popular(schema: TaoSchema, action: str, data: Mapping[str, Any]) -> list[Sug
     product = {"results_dir", *(f"{own}.{k}" for k in ("num_gpus", "gpu_ids", "num_nodes"))}
     fields = [f for f in schema.fields(action) if f.popular and f.key not in product]
     fields.sort(key=lambda f: (not f.key.startswith(own + "."), 0))
-    return [Suggestion(f, _value_at(data, f.key)) for f in fields[:POPULAR_SHOWN]]
+    return [Suggestion(f, value_at(data, f.key)) for f in fields[:POPULAR_SHOWN]]
 
 
-def _value_at(data: Mapping[str, Any], key: str) -> Any:
+def value_at(data: Mapping[str, Any], key: str, missing: Any = None) -> Any:
+    """The value at a dotted ``key`` of nested mappings; ``missing`` when it is not there."""
     node: Any = data
     for part in key.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            return None
+            return missing
         node = node[part]
     return node
 
@@ -125,4 +126,5 @@ __all__ = [
     "line_of",
     "overrides_from",
     "popular",
+    "value_at",
 ]
