@@ -186,7 +186,7 @@ async def test_a_failure_message_with_markup_is_a_plain_toast(
             )
             engine.end_job(state, job, "COMPLETED", engine.now(state), "0:0")
             job["train"] = None  # it writes no more
-        status = world.local(JobPaths(RESULTS, planted.victim).status_json)
+        status = world.local(JobPaths(RESULTS, planted.victim).subtask_status_json("train"))
         with status.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"status": "FAILURE", "message": message}) + "\n")
         for _ in range(4):  # sacct must agree before a finish is acted on
@@ -211,7 +211,7 @@ async def test_a_fifo_status_json_does_not_stall_the_others(
     async with app.run_test(size=SIZE) as pilot:
         screen = await home(pilot)
         # The suspended job's status.json is read on every poll: a FIFO now, nobody writes.
-        fifo = world.local(JobPaths(RESULTS, "mae-pretrain").status_json)
+        fifo = world.local(JobPaths(RESULTS, "mae-pretrain").subtask_status_json("train"))
         fifo.parent.mkdir(parents=True, exist_ok=True)
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo)

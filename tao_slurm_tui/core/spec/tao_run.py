@@ -18,7 +18,6 @@ from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.spec.problems import Problem
 from tao_slurm_tui.core.tao.catalog import TaoAction, TaoNetwork
-from tao_slurm_tui.core.tao.spec_edit import value_at
 from tao_slurm_tui.errors import BadInput
 
 if TYPE_CHECKING:
@@ -274,7 +273,12 @@ def unset(value: Any) -> bool:
 
 def lookup(tree: Mapping[str, Any], key: str) -> Any:
     """The value at a dotted key of a nested mapping (:data:`ABSENT` when it is not there)."""
-    return value_at(tree, key, ABSENT)
+    node: Any = tree
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return ABSENT
+        node = node[part]
+    return node
 
 
 def _int(value: Any, default: int) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tao_slurm_tui.core.spec.tao_run import ABSENT, lookup
 from tao_slurm_tui.core.tao.schema import FieldInfo, TaoSchema, key_lines, parse_spec_yaml
 from tao_slurm_tui.core.tao.spec_check import check_spec, default_spec_yaml
 
@@ -88,6 +89,12 @@ def line_of(key: str, lines: Mapping[str, int]) -> int | None:
     return None
 
 
+def _value_at(data: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted key of the editor's spec (None when it is not there)."""
+    value = lookup(data, key)
+    return None if value is ABSENT else value
+
+
 def popular(schema: TaoSchema, action: str, data: Mapping[str, Any]) -> list[Suggestion]:
     """The action's settings NVIDIA marks popular (the ones people change most), the action's
     own table first, with their values in ``data`` (the editor's spec); not the ones the product
@@ -96,17 +103,7 @@ def popular(schema: TaoSchema, action: str, data: Mapping[str, Any]) -> list[Sug
     product = {"results_dir", *(f"{own}.{k}" for k in ("num_gpus", "gpu_ids", "num_nodes"))}
     fields = [f for f in schema.fields(action) if f.popular and f.key not in product]
     fields.sort(key=lambda f: (not f.key.startswith(own + "."), 0))
-    return [Suggestion(f, value_at(data, f.key)) for f in fields[:POPULAR_SHOWN]]
-
-
-def value_at(data: Mapping[str, Any], key: str, missing: Any = None) -> Any:
-    """The value at a dotted ``key`` of nested mappings; ``missing`` when it is not there."""
-    node: Any = data
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return missing
-        node = node[part]
-    return node
+    return [Suggestion(f, _value_at(data, f.key)) for f in fields[:POPULAR_SHOWN]]
 
 
 def _header(text: str) -> list[str]:
@@ -126,5 +123,4 @@ __all__ = [
     "line_of",
     "overrides_from",
     "popular",
-    "value_at",
 ]
