@@ -190,3 +190,8 @@ class JobPaths:
     def requeue_reason(self, slurm_job_id: str) -> str:
         """``requeue.reason`` of one attempt: one line per self-requeue (timeout/infra)."""
         return f"{self.log_dir(slurm_job_id)}/requeue.reason"
+
+    def requeue_stop(self, slurm_job_id: str) -> str:
+        """``requeue.stop`` of one attempt: the monitor's reason the batch script must not
+        requeue a training that makes no progress (read at the next timeout)."""
+        return f"{self.log_dir(slurm_job_id)}/requeue.stop"

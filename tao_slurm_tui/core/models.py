@@ -52,6 +52,9 @@ class Progress:
     """Last ``message`` (its first line)."""
     time_per_epoch: str | None = None
     """Duration of the last epoch, as the container wrote it (``0:10:18.004311``)."""
+    runs: dict[str, Any] = field(default_factory=dict)
+    """A TAO training's runs across wall-time slices and whether each resumed
+    (:meth:`tao_slurm_tui.core.runs.RunLedger.summary`); empty for other jobs."""
 
     @property
     def epochs_done(self) -> int | None:
@@ -91,6 +94,7 @@ class Progress:
             "status": self.status,
             "message": self.message,
             "time_per_epoch": self.time_per_epoch,
+            "runs": self.runs,
         }
 
     @classmethod
@@ -105,6 +109,7 @@ class Progress:
             status=data.get("status"),
             message=data.get("message"),
             time_per_epoch=data.get("time_per_epoch"),
+            runs=dict(data.get("runs") or {}),
         )
 
 

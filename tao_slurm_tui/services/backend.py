@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.compare import Comparison
 from tao_slurm_tui.core.job_output import JobOutput
+from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -202,6 +204,51 @@ class Backend(Protocol):
         Raises:
             BadInput: no pipeline has this id.
         """
+        ...
+
+    async def job_runs(self, job_ids: list[str]) -> dict[str, JobRuns]:
+        """The runs of TAO trainings across wall-time slices: the run ledger (where each run
+        started, whether it resumed), the KPIs per epoch and the running slice's forecast.
+
+        What the trainings wrote since they were last read is read first (one command for all,
+        none for a running job the monitor follows). When the cluster cannot be reached the
+        stored runs are returned.
+
+        Raises:
+            BadInput: no job has one of these ids.
+        """
+        ...
+
+    async def compare(self, job_ids: list[str]) -> Comparison:
+        """TAO runs side by side: the experiment-spec keys that differ (each job's
+        ``experiment.yaml``, read in one command, else its submitted spec) and the last and
+        best value of every KPI.
+
+        Raises:
+            BadInput: fewer than two different ids, or no job has one of them.
+        """
+        ...
+
+    async def start_tensorboard(self, job_id: str) -> str:
+        """Start TensorBoard on a running TAO training's results (inside its allocation, in its
+        image) and forward a local port bound to 127.0.0.1 over the connection.
+
+        Returns:
+            The local URL (the running session's when there is one).
+
+        Raises:
+            BadInput: no job has this id, or it is not running.
+            OperationFailed: TensorBoard did not start, or the port could not be forwarded.
+        """
+        ...
+
+    async def stop_tensorboard(self, job_id: str) -> bool:
+        """Stop the job's TensorBoard (its step and the forwarded port); False if none ran."""
+        ...
+
+    def tensorboard_url(self, job_id: str) -> str | None:
+        """The local URL of the job's running TensorBoard (None: none runs, or it ended with
+        its job)."""
         ...
 
     async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
@@ -405,7 +452,7 @@ class Backend(Protocol):
 
 # ----------------------------------------------------------------------------------- helpers
 
-TransitionKind = Literal["finished", "failed", "canceled", "retried"]
+TransitionKind = Literal["finished", "failed", "canceled", "retried", "stalled"]
 """Job events worth a notification."""
 
 
@@ -427,7 +474,8 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
         after: The new records.
 
     Returns:
-        Finished / failed / canceled / retried events, in the order of ``after``.
+        Finished / failed / canceled / retried events, and stalled ones (a TAO training's run
+        that restarted without progress), in the order of ``after``.
     """
     events: list[Transition] = []
     for job in after:
@@ -443,6 +491,11 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
                     + (f": {job.message}" if job.message else "."),
                 )
             )
+        problem = str(job.progress.runs.get("problem") or "")
+        if problem and problem != old.progress.runs.get("problem"):
+            # A TAO training's run restarted without progress (core.runs).
+            stop = "; it will not be requeued again" if job.progress.runs.get("stop") else ""
+            events.append(Transition(job.id, "stalled", f"{job.id}: {problem}{stop}."))
         if job.status == old.status:
             continue
         if job.status is TaoStatus.COMPLETE:

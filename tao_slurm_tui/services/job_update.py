@@ -22,7 +22,9 @@ from tao_slurm_tui.core.tao_outcome import failure_reason
 from tao_slurm_tui.core.tick_reads import FinishedAnswers, FinishedReads, requeue_why
 from tao_slurm_tui.services.accounting_followup import AccountingFollowUp
 
-EventKind = Literal["state", "finished", "failed", "canceled", "retried", "requeued", "error"]
+EventKind = Literal[
+    "state", "finished", "failed", "canceled", "retried", "requeued", "error", "resume"
+]
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec.draft import SpecDraft
 from tao_slurm_tui.core.spec.model import JobSpec
 from tao_slurm_tui.core.spec.problems import Problem
+from tao_slurm_tui.core.spec.slice_rule import checkpoint_problem
 from tao_slurm_tui.core.spec.tao_source import TaoContext
 from tao_slurm_tui.core.spec.tao_stage import tao_stage
 
@@ -60,6 +61,9 @@ class ResolveContext:
     tao: TaoContext | None = None
     """The profile's TAO catalogue and schemas (None: not loaded; a ``[tao]`` table then
     cannot be resolved and says so)."""
+    similar_runs: Mapping[Any, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """Seconds per epoch of the profile's TAO trainings by (network, nodes, GPUs per node)
+    (:func:`~tao_slurm_tui.core.spec.slice_rule.similar_runs`; empty: not checked)."""
 
 
 @dataclass(frozen=True)
@@ -156,10 +160,16 @@ def name_taken(record: JobRecord, profile_name: str) -> str:
     )
 
 
+def checkpoints_fit(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """A TAO training's checkpoint interval fits in one slice, by a similar run's epochs."""
+    return checkpoint_problem(subject.spec, subject.plan, context.similar_runs)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("wall time", "time_hours", frozenset({"time_hours", "partition"}), wall_time),
     Rule("GPU type", "gpu_type", frozenset({"gpu_type", "partition"}), gpu_type),
     Rule("name free", "name", frozenset({"name"}), name_free),
+    Rule("checkpoints fit a slice", "tao", frozenset({"tao", "timeout_hours"}), checkpoints_fit),
 )
 """Every rule beyond the schema, in the order their problems are listed."""
 
