@@ -53,6 +53,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tao_slurm_tui.core import retry as retry_rules
+from tao_slurm_tui.core.disk_space import (
+    FULL,
+    disk_full_kind,
+    disk_full_line,
+    disk_full_sentence,
+    is_nearly_full,
+    path_in,
+    role_of,
+)
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
@@ -71,6 +80,7 @@ from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
 from tao_slurm_tui.services.accounting_followup import AccountingFollowUp
 from tao_slurm_tui.services.cancel import Canceller
+from tao_slurm_tui.services.disk_space import probe_space
 from tao_slurm_tui.services.job_cache import JobCache
 from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
@@ -374,7 +384,9 @@ class Monitor:
         )
         if not decision.retry:
             job.status = TaoStatus.ERROR
-            job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
+            job.message = await self._full_disk(job, w.log_tails, decision) or (
+                decision.reason + (f" ({decision.line})" if decision.line else "")
+            )
             return
         if self.resubmit is None:
             job.status = TaoStatus.ERROR
@@ -419,6 +431,34 @@ class Monitor:
             + f": {decision.reason}"
         )
         w.events.append(MonitorEvent(job.id, "retried", text))
+
+    async def _full_disk(
+        self, job: JobRecord, tails: list[str] | None, decision: retry_rules.RetryDecision
+    ) -> str:
+        """The sentence for a job that failed writing to a full (or over-quota) file system:
+        its log says so, or it says nothing (a full results file system also eats the log)
+        and the file system under its results is full now. '' otherwise. One extra round trip,
+        only for such a failure."""
+        line = disk_full_line(tails or [])
+        if not line and decision.family:
+            return ""  # the log names another cause
+        base = job.base_results_dir or self.profile.results_root
+        path = path_in(line) or base
+        space = await probe_space(self.conn, self.profile, [path])
+        usage = space.of(path)
+        kind = disk_full_kind(line) if line else ""
+        if not kind and not (usage is not None and is_nearly_full(usage)):
+            return ""
+        what = role_of(path, space, self.profile.results_root)
+        told = disk_full_sentence(
+            kind or FULL,
+            space,
+            path,
+            what=what,
+            then="free space there, then clone the job (e) and submit it again",
+            user=self.profile.user,
+        )
+        return f"The job stopped because {told[0].lower()}{told[1:]}"
 
     # ------------------------------------------------------------------ saving
 
