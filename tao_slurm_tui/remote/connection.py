@@ -338,6 +338,7 @@ class Connection:
     async def _reconnect(self) -> None:
         """Reconnect with exponential backoff; ends CONNECTED or DOWN (never raises)."""
         delay = min(1.0, self.max_backoff)
+        lost = self.host
         for attempt in range(1, self.reconnect_attempts + 1):
             try:
                 async with self._lock:
@@ -363,7 +364,12 @@ class Connection:
                 self._last_error = exc
                 self._set_state(ConnectionState.DOWN, str(exc))
                 return
-            self._set_state(ConnectionState.CONNECTED, f"reconnected to {self.host}")
+            if lost and self.host != lost:
+                # Failover: the profile's next login host took over (say so, not "reconnected").
+                message = f"{lost} stopped answering; switched to the login host {self.host}"
+            else:
+                message = f"reconnected to {self.host}"
+            self._set_state(ConnectionState.CONNECTED, message)
             return
 
     async def _ensure(self) -> asyncssh.SSHClientConnection:

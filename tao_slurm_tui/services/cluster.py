@@ -38,7 +38,7 @@ from tao_slurm_tui.core.spec import (
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
-from tao_slurm_tui.services import credentials, sshsetup
+from tao_slurm_tui.services import credentials, recover, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.capacity_cache import CapacityCache
@@ -83,6 +83,9 @@ class ClusterBackend:
             self.store = store
         self._last_poll: float | None = None
         self._poll_warning = ""
+        self._notices: list[str] = []
+        self._connected_to: str | None = None
+        """The login host of the last connection (a different one next is a failover)."""
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
         self.capacities = CapacityCache(lambda: fetch_capacity(self.conn, user=self._profile.user))
@@ -93,7 +96,15 @@ class ClusterBackend:
     @cached_property
     def store(self) -> JobStore:
         """The job store (the state DB is opened on first use)."""
-        return JobStore(state_db_path())
+        store = JobStore(state_db_path())
+        if store.recovered_from is not None:
+            recover.note_moved_aside(store)
+            self._notices.append(
+                f"The state database {store.path} was damaged; it was moved to "
+                f"{store.recovered_from} (nothing was deleted) and a new one started: the jobs "
+                "are recovered from the cluster on the next refresh."
+            )
+        return store
 
     @cached_property
     def submitter(self) -> Submitter:
@@ -153,6 +164,7 @@ class ClusterBackend:
             # New login settings: the open connection (to the old place) goes, the next command
             # dials the new ones; unchanged ones keep it.
             if self.conn.use_profile(self._profile):
+                self._connected_to = None  # another place on purpose: no failover to tell
                 # Another host or user may be another cluster: its own limits and capacity.
                 self._live_limits = None
                 self.capacities.clear()
@@ -188,8 +200,25 @@ class ClusterBackend:
         return remove
 
     def _on_state(self, state: ConnectionState, message: str) -> None:
+        if state is ConnectionState.CONNECTED:
+            host = self.conn.host
+            if self._connected_to and host and host != self._connected_to:
+                self._notices.append(
+                    f"The login host {self._connected_to} went away; switched to {host} "
+                    "(your jobs and their monitoring carry on)."
+                )
+            self._connected_to = host
         for callback in list(self._listeners):
             callback(str(state))
+
+    def take_notices(self) -> list[str]:
+        """One-off sentences (each returned once): a login host that went away, the state DB
+        on a network file system, jobs recovered after a damaged state DB."""
+        if "store" in self.__dict__ and self.store.notice:
+            self._notices.insert(0, self.store.notice)
+            self.store.notice = ""
+        notices, self._notices = self._notices, []
+        return notices
 
     # ------------------------------------------------------------------ queue
 
@@ -199,10 +228,26 @@ class ClusterBackend:
             # With no active job the tick needs no round trip; open (or check) the connection
             # anyway so the header's indicator tells the truth and a broken profile shows at once.
             await self.conn.connect()
+        await self._recover()  # (reads one marker file; the cluster only after a damaged DB)
         result = await self.monitor.tick()
         self._poll_warning = result.warning
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))
+
+    async def _recover(self) -> None:
+        """After a damaged state DB was moved aside: this profile's jobs from the cluster."""
+        try:
+            done = await recover.recover_jobs(self.conn, self.store, self._name, self._profile)
+        except TaoError:
+            return  # the cluster did not answer: the next refresh tries again
+        if done is not None:
+            names = ", ".join(done.jobs[:5])
+            if len(done.jobs) > 5:
+                names += f" and {len(done.jobs) - 5} more"
+            self._notices.append(
+                f"{len(done.jobs)} job(s) of profile '{self._name}' were recovered from the "
+                f"cluster (their meta files and sacct){': ' + names if names else ''}."
+            )
 
     async def followup(self) -> bool:
         """Wait for the monitor's background sacct follow-up (see ``Monitor.wait_followup``);

@@ -418,6 +418,10 @@ class FakeBackend:
         self._poll_warning = self._poll_warning or self.followup_warning
         return False
 
+    def take_notices(self) -> list[str]:
+        """Nothing to tell: the fake cluster has no bad days."""
+        return []
+
     async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
         """Advance the running job by one epoch and return every job."""
         await asyncio.sleep(0)

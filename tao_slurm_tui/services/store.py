@@ -97,7 +97,7 @@ class JobStore:
         self._clock = clock
         self._mounts = mounts
         self.journal_mode = "wal"  # `delete` on a network file system
-        self.notice = ""  # one sentence about where the file lives ('' on a local disk)
+        self.notice = ""  # the network file system's journal mode, said when it is news
         self.recovered_from: Path | None = None  # where a damaged file was moved
         self._lock = threading.RLock()
         self._batching = False
@@ -110,6 +110,7 @@ class JobStore:
     def _open(self, target: str | Path) -> sqlite3.Connection:
         db: sqlite3.Connection | None = None
         try:
+            fresh = False
             if isinstance(target, Path):
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 fresh = not target.exists()
@@ -125,7 +126,7 @@ class JobStore:
                     os.chmod(target, 0o600)
             db.row_factory = sqlite3.Row
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._journal(db, target)
+            self._journal(db, target, fresh)
             db.execute("PRAGMA foreign_keys = ON")
             self._migrate(db)
             if isinstance(target, Path) and not fresh:
@@ -146,17 +147,19 @@ class JobStore:
                 "check the directory's permissions."
             ) from None
 
-    def _journal(self, db: sqlite3.Connection, target: str | Path) -> None:
+    def _journal(self, db: sqlite3.Connection, target: str | Path, fresh: bool) -> None:
         """WAL on a local disk; a rollback journal on a network file system (with a notice)."""
         if not isinstance(target, Path):
             db.execute("PRAGMA journal_mode = WAL")
             return
         choice = store_file.journal_choice(target, store_file.mount_of(target, self._mounts))
+        before = str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower()
         self.journal_mode = mode = str(
             db.execute(f"PRAGMA journal_mode = {choice.mode}").fetchone()[0]
         ).lower()
         db.execute(f"PRAGMA synchronous = {choice.synchronous}")
-        self.notice = choice.notice
+        # Said once: when the file is made, or leaves WAL, on the network file system.
+        self.notice = choice.notice if fresh or before != choice.mode else ""
         if mode != choice.mode:
             # WAL cannot be left while another connection has the file open.
             self.notice += (
@@ -325,7 +328,7 @@ class JobStore:
             ).fetchone()
             if row is None:
                 return None
-            return job_record(row, self._attempts(self._db, profile, job_id), self.path)
+            return job_record(row, attempts_of(self._db, profile, job_id, self.path), self.path)
 
     def require(self, profile: str, job_id: str) -> JobRecord:
         """Like :meth:`get`, but a missing job is an error for the user.
@@ -358,7 +361,7 @@ class JobStore:
             rows = self._db.execute(
                 f"SELECT * FROM jobs {where} ORDER BY created_at, profile, id", params
             ).fetchall()
-            attempts = self._all_attempts(profile)
+            attempts = all_attempts(self._db, profile, self.path)
             return [
                 job_record(r, attempts.get((r["profile"], r["id"]), []), self.path) for r in rows
             ]
@@ -396,7 +399,7 @@ class JobStore:
         with self._reading():
             rows = self._db.execute(f"SELECT * FROM jobs WHERE {where}", params).fetchall()
             return [
-                job_record(r, self._attempts(self._db, r["profile"], r["id"]), self.path)
+                job_record(r, attempts_of(self._db, r["profile"], r["id"], self.path), self.path)
                 for r in rows
             ]
 
@@ -591,10 +594,4 @@ class JobStore:
         ).fetchone()
         if row is None:
             raise KeyError(f"no job {profile}/{job_id}")
-        return job_record(row, self._attempts(db, profile, job_id), self.path)
-
-    def _attempts(self, db: sqlite3.Connection, profile: str, job_id: str) -> list[Attempt]:
-        return attempts_of(db, profile, job_id, self.path)
-
-    def _all_attempts(self, profile: str | None) -> dict[tuple[str, str], list[Attempt]]:
-        return all_attempts(self._db, profile, self.path)
+        return job_record(row, attempts_of(db, profile, job_id, self.path), self.path)
