@@ -65,6 +65,7 @@ from tao_slurm_tui.core.disk_space import (
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.slurm import controller_unreachable
 from tao_slurm_tui.core.slurm_poll import PollOutput, parse_poll_output, queue_command
 from tao_slurm_tui.core.slurm_text import expand_nodelist
 from tao_slurm_tui.core.tick_reads import (
@@ -267,7 +268,7 @@ class Monitor:
         if output.squeue_rc != 0:
             # The controller is down or slow: accounting may still answer (in the background).
             detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
-            result.warning = f"squeue failed: {detail[0]}"
+            result.warning = controller_unreachable(detail[0]) or f"squeue failed: {detail[0]}"
         # Lines that are no job rows (a banner on stdout, a wrapper): the rows they hid are unknown.
         result.warning = result.warning or output.error
         output.sacct_rows = self.accounting.rows_for(ids.values())
@@ -291,6 +292,13 @@ class Monitor:
             w = work[job.id] = JobUpdate.of(job, text)
             w.merge(poll.output.snapshot(sid), self.accounting, self.max_retries)
             self.accounting.ask_if_needed(sid, w.snap, listed=row is not None)
+            # The controller answered and does not know it, nor does accounting: lost.
+            w.lost = (
+                row is None
+                and poll.output.squeue_rc == 0
+                and not (w.snap and w.snap.found)
+                and self.accounting.lost(sid)
+            )
         return work
 
     def _nothing_new(self, job: JobRecord, sid: str, inputs: Any, status_text: str | None) -> bool:
@@ -371,6 +379,8 @@ class Monitor:
             w.complete()
         if w.need_logs:
             await self._maybe_retry(w)
+        elif w.lost:
+            await self._retry(w, _lost_decision(w.job, self.max_retries), exclude=[])
         w.note_status_change(merged)
 
     async def _maybe_retry(self, w: JobUpdate) -> None:
@@ -388,16 +398,24 @@ class Monitor:
                 decision.reason + (f" ({decision.line})" if decision.line else "")
             )
             return
-        if self.resubmit is None:
-            job.status = TaoStatus.ERROR
-            job.message = (
-                f"{decision.reason} (This monitor cannot resubmit, so it was not retried.)"
-            )
-            return
         needed = int(job.spec.get("num_nodes", 1) or 1)
         exclude = retry_rules.nodes_to_exclude(
             expand_nodelist(attempt.nodes), w.partition_nodes, needed
         )
+        await self._retry(w, decision, exclude)
+
+    async def _retry(
+        self, w: JobUpdate, decision: retry_rules.RetryDecision, exclude: list[str]
+    ) -> None:
+        """Resubmit the job exactly once across processes (or end it in Error saying why)."""
+        job = w.job
+        attempt = job.attempts[-1]
+        if not decision.retry or self.resubmit is None:
+            job.status = TaoStatus.ERROR
+            job.message = decision.reason + (
+                " (This monitor cannot resubmit, so it was not retried.)" if decision.retry else ""
+            )
+            return
         async with self.lock.held():
             # Another process (the TUI, a CLI) may have retried or cancelled it meanwhile.
             current = self.store.get(self.profile_name, job.id)
@@ -531,3 +549,17 @@ class Monitor:
             await self.reconcile(job)
             changed = True
         return changed
+
+
+def _lost_decision(job: JobRecord, max_retries: int) -> retry_rules.RetryDecision:
+    """A submitted attempt neither squeue nor sacct knows (SLURM lost it: a primary controller
+    that crashed before saving its state forgets the jobs of its last seconds)."""
+    what = (
+        f"SLURM lost job {job.slurm_job_id}: neither its queue nor its accounting knows it (a "
+        "controller that failed over right after the submission forgets such jobs)"
+    )
+    if job.infra_retries >= max_retries:
+        return retry_rules.RetryDecision(
+            False, f"{what}, and the retry budget ({max_retries}) is used up; submit it again."
+        )
+    return retry_rules.RetryDecision(True, f"{what}; submitted again.", "lost by SLURM")
