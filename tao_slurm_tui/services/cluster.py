@@ -27,6 +27,7 @@ from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import render_job, render_sbatch
 from tao_slurm_tui.core.secrets import Secret
+from tao_slurm_tui.core.site_state import maintenance_sentence
 from tao_slurm_tui.core.spec import (
     Resolution,
     ResolveContext,
@@ -36,8 +37,8 @@ from tao_slurm_tui.core.spec import (
     resolve,
 )
 from tao_slurm_tui.core.start_estimate import StartEstimate
-from tao_slurm_tui.errors import BadInput, TaoError
-from tao_slurm_tui.remote.connection import Connection, ConnectionState
+from tao_slurm_tui.errors import BadInput, OperationFailed, TaoError
+from tao_slurm_tui.remote.connection import ConnectError, Connection, ConnectionState
 from tao_slurm_tui.services import credentials, recover, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
@@ -224,12 +225,21 @@ class ClusterBackend:
 
     async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
         """One monitor tick (one round trip for every active job; due retries done)."""
-        if connect:
-            # With no active job the tick needs no round trip; open (or check) the connection
-            # anyway so the header's indicator tells the truth and a broken profile shows at once.
-            await self.conn.connect()
-        await self._recover()  # (reads one marker file; the cluster only after a damaged DB)
-        result = await self.monitor.tick()
+        try:
+            if connect:
+                # With no active job the tick needs no round trip; open (or check) the
+                # connection anyway so the header's indicator tells the truth and a broken
+                # profile shows at once.
+                await self.conn.connect()
+            await self._recover()  # (reads one marker file; the cluster only after a damaged DB)
+            result = await self.monitor.tick()
+        except ConnectError as exc:
+            # No login host answers: during the site's announced maintenance, say that.
+            window = self.monitor.site.maintenance() if "monitor" in self.__dict__ else None
+            if window is None:
+                raise
+            detail = "; ".join(f"{host}: {why}" for host, why in exc.failures)
+            raise OperationFailed(maintenance_sentence(window, detail)) from None
         self._poll_warning = result.warning
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))

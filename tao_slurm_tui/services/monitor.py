@@ -86,6 +86,7 @@ from tao_slurm_tui.services.job_cache import JobCache
 from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
 from tao_slurm_tui.services.pipeline_follow import PipelineFollower
+from tao_slurm_tui.services.site_watch import SiteWatch
 from tao_slurm_tui.services.store import JobStore
 
 __all__ = ["MIN_INTERVAL", "Monitor", "TickResult"]
@@ -191,6 +192,8 @@ class Monitor:
             timeout=self._timeout,
             reconcile=lambda job_id: self._reconcile_interrupted(only=job_id),
         )
+        self.site = SiteWatch(conn, timeout=self._timeout, clock=clock)
+        """Reservations and drained nodes, for the words behind a pending reason."""
         self.pipelines = PipelineFollower(
             conn, store, profile_name, canceller=self.canceller, timeout=self._timeout
         )
@@ -233,6 +236,12 @@ class Monitor:
         if any(j.pipeline_id for j in self.jobs.records()):
             await self._follow_pipelines(result)
         self._forget_ended(jobs, poll.ids)
+        active = [j for j in self.jobs.records() if not j.status.terminal and j.submitted]
+        self.site.send(active)
+        explained = self.site.explain(self.store, self.profile_name, active)
+        if explained:
+            result.changed += explained
+            self.jobs.reload(explained)
         result.jobs = self.jobs.records()
         return result
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,9 +57,13 @@ def kill_login2() -> None:
 
 
 @contextlib.asynccontextmanager
-async def backend_on_two_hosts(tmp_path: Path) -> AsyncIterator[ClusterBackend]:
-    """The back end the TUI and the CLI use, on a profile listing login2 then login1."""
-    profile = sandbox.sandbox_profile(hostnames=[login2(), sandbox.HOST])
+async def backend_on_two_hosts(
+    tmp_path: Path, *, only_login2: bool = False
+) -> AsyncIterator[ClusterBackend]:
+    """The back end the TUI and the CLI use, on a profile listing login2 then login1 (or
+    login2 alone)."""
+    hosts = [login2()] if only_login2 else [login2(), sandbox.HOST]
+    profile = sandbox.sandbox_profile(hostnames=hosts)
     config = Config(tmp_path / "config.toml", Settings(default_profile=PROFILE))
     config.settings.profiles[PROFILE] = profile
     backend = ClusterBackend(config, PROFILE, store=JobStore(tmp_path / "state.db"))
@@ -68,6 +73,8 @@ async def backend_on_two_hosts(tmp_path: Path) -> AsyncIterator[ClusterBackend]:
         for job in backend.store.active(PROFILE):
             with contextlib.suppress(TaoError):
                 await backend.cancel(job.id)
+            for slurm_id in live_jobs(job.id):  # (login2 may still be down)
+                subprocess.run(["scancel", slurm_id], check=False)
         await backend.close()
 
 
