@@ -329,18 +329,27 @@ def filled(directory: str | Path, user: str = USER) -> Iterator[Path]:
     """Fill the file system of ``directory`` as ``user`` to the last block (a preallocated file
     of nearly all its free space, then zeros until ENOSPC) and free it again afterwards."""
     ballast = Path(directory) / f".ballast-{os.getpid()}-{time.monotonic_ns()}"
-    rest = ballast.with_name(ballast.name + "-rest")
+    rests = [ballast.with_name(f"{ballast.name}-rest{i}") for i in range(5)]
     try:
         size = max(0, free_bytes(directory) - (1 << 20))
         result = as_user(["fallocate", "-l", str(size), str(ballast)], user=user)
         assert result.returncode == 0, result.stderr
-        result = as_user(["dd", "if=/dev/zero", f"of={rest}", "bs=4k"], user=user)
-        assert "No space left on device" in result.stderr, result.stderr
-        assert free_bytes(directory) < 4096
+        for rest in rests:
+            # Small writes: a 1 KiB-block file system's last blocks fill too (a small file,
+            # such as enroot's credentials, must not fit in what is left).
+            result = as_user(["dd", "if=/dev/zero", f"of={rest}", "bs=512"], user=user)
+            assert "No space left on device" in result.stderr, result.stderr
+            # ext4 gives back the blocks it had reserved for delayed allocation once the data
+            # is written out: fill those too, until nothing is left after a sync.
+            os.sync()
+            if free_bytes(directory) == 0:
+                break
+        assert free_bytes(directory) == 0
         yield ballast
     finally:
         ballast.unlink(missing_ok=True)
-        rest.unlink(missing_ok=True)
+        for rest in rests:
+            rest.unlink(missing_ok=True)
 
 
 def quoted(*words: str) -> str:
