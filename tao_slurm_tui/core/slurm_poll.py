@@ -407,8 +407,9 @@ class SlurmSnapshot:
 _DETAIL_KEYS = ("elapsed", "time_limit", "partition", "submit_time", "start_time", "end_time")
 
 
-def _is_transient(row: SlurmRow) -> bool:
-    # sacct's placeholder right after start: JobName=allocation, PENDING, empty partition.
+def is_transient(row: SlurmRow) -> bool:
+    """sacct's placeholder right after start: JobName=allocation, PENDING, empty partition (it
+    also stays for ever for a job a crashed controller lost)."""
     return row.get("name") == "allocation" and row.state == "PENDING" and not row.get("partition")
 
 
@@ -440,7 +441,7 @@ def merge(
     )
     if squeue_row is not None and squeue_row.get("restarts").isdigit():
         restarts = max(restarts, int(squeue_row.get("restarts")))
-    if latest is not None and _is_transient(latest):
+    if latest is not None and is_transient(latest):
         latest = None
     jid = (squeue_row.job_id if squeue_row else "") or (latest.job_id if latest else "") or job_id
     snap = SlurmSnapshot(job_id=jid, restarts=restarts)

@@ -19,7 +19,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
-from tao_slurm_tui.core.slurm_poll import SlurmRow, SlurmSnapshot, parse_poll_output, poll_command
+from tao_slurm_tui.core.slurm_poll import (
+    SlurmRow,
+    SlurmSnapshot,
+    is_transient,
+    parse_poll_output,
+    poll_command,
+)
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import Remote
 
@@ -72,7 +78,8 @@ class AccountingFollowUp:
         self._asked_before: set[str] = set()
         """Ids the previous tick asked about."""
         self._missing: dict[str, tuple[int, float]] = {}
-        """Ids sacct answered about without a row: id → (answers, first answer)."""
+        """Ids sacct answered about without a row (or only the transient ``allocation`` one a lost
+    job keeps): id → (answers, first answer)."""
         self._task: asyncio.Task[bool] | None = None
         self._error = ""
 
@@ -181,7 +188,7 @@ class AccountingFollowUp:
         answered = output.sacct_rc == 0 and not output.error
         for sid in ids:
             rows = output.sacct_rows.get(sid)
-            if rows:
+            if rows and not all(is_transient(r) for r in rows):
                 self._missing.pop(sid, None)
             elif answered:
                 count, since = self._missing.get(sid, (0, self.clock()))
