@@ -4,7 +4,7 @@ network file system) is shown once as a toast after the poll that brought it (is
 from __future__ import annotations
 
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
 from tests.tui.conftest import build_app
 from tests.tui.waits import settle, shown, wait_for
 
@@ -13,7 +13,7 @@ FAILOVER = (
 )
 
 
-async def test_a_failover_notice_is_one_toast_after_the_poll(fake: FakeBackend) -> None:
+async def test_a_failover_notice_is_one_toast_after_the_poll(fake: ClusterBackend) -> None:
     notices = [[FAILOVER]]
     fake.take_notices = lambda: notices.pop() if notices else []  # type: ignore[method-assign]
     app = build_app(fake)
