@@ -1,12 +1,16 @@
 """The state DB's bad days, end to end on the sandbox: a damaged file (the jobs come back from
-the cluster), a file of the first release with a job still running (monitoring carries on), and
-a network home (the CLI says once which journal mode it chose). The store's own cases, every
-schema and the lock holder included, are tests/unit/test_store_bad_days.py."""
+the cluster), a file of every earlier release with a job still running (monitoring carries on),
+a file another program keeps locked (the CLI waits, then names it), and a network home (the CLI
+says once which journal mode it chose). The store's own cases are
+tests/unit/test_store_bad_days.py."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,12 +98,14 @@ def test_a_damaged_state_db_is_moved_aside_and_the_jobs_recovered(cli: Cli, tmp_
         cli.run("cancel", running)
 
 
-async def test_a_first_release_state_db_with_a_running_job_carries_on(
-    sandbox_profile: object, tmp_path: Path
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+async def test_an_earlier_release_s_state_db_with_a_running_job_carries_on(
+    sandbox_profile: object, tmp_path: Path, version: int
 ) -> None:
-    """The file as release 1 wrote it (schema 1, WAL), with a job that is really running on the
-    cluster: the new release migrates it and monitors the job to its end, no second attempt."""
-    name = unique("fdbv1")
+    """The file as each earlier release wrote it (schemas 1 to 4, WAL), with a job that is
+    really running on the cluster: the new release migrates it and monitors the job to its end,
+    no second attempt."""
+    name = unique(f"fdbv{version}")
     out = sandbox.ssh(
         sandbox.quoted("sbatch", "--parsable", "-J", name, "-p", "polar", "-c", "1",
                        "-o", "/dev/null", "--wrap", "sleep 8")
@@ -108,7 +114,7 @@ async def test_a_first_release_state_db_with_a_running_job_carries_on(
     slurm_id = out.stdout.strip()
     path = tmp_path / "state.db"
     db = sqlite3.connect(path)
-    db.executescript((OLD / "v1.sql").read_text())
+    db.executescript((OLD / f"v{version}.sql").read_text())
     db.execute(
         "UPDATE jobs SET id = ?, base_results_dir = ? WHERE id = 'dino-train'",
         (name, sandbox.RESULTS),
@@ -124,7 +130,7 @@ async def test_a_first_release_state_db_with_a_running_job_carries_on(
         job = await h.tick_until(name, lambda j: j.status.terminal, timeout=120)
         assert job.status is TaoStatus.COMPLETE, job.status_json()
         assert [a.slurm_job_id for a in job.attempts] == ["101", slurm_id]
-        assert job.attempts[0].state == "NODE_FAIL"  # the history from release 1 is kept
+        assert job.attempts[0].state == "NODE_FAIL"  # the old release's history is kept
         assert len(h.store.list_jobs()) == 5
 
 
@@ -158,3 +164,57 @@ def test_a_state_db_on_a_network_home_is_said_once(
         assert "network file system" not in capsys.readouterr().err
     finally:
         main(["--config", config, "cancel", name])
+
+
+HOLDER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA locking_mode = EXCLUSIVE")
+db.execute("BEGIN EXCLUSIVE")
+db.execute("UPDATE jobs SET message = 'held'")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
+def test_a_state_db_another_program_keeps_locked(cli: Cli, tmp_path: Path) -> None:
+    """Another program (here a python holding an exclusive transaction; at a site, a stuck
+    second terminal or a backup tool) keeps the state DB locked: a lock of a moment is waited
+    for, one held for good is one sentence naming the process, exit 1, and the file is intact
+    for the next command once the holder lets go."""
+    name = unique("fdblock")
+    submitted = cli.run("submit", str(spec_file(tmp_path, name, "true")))
+    assert submitted.returncode == 0, submitted.stderr
+    db = state_db(cli)
+
+    def hold(seconds: float) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(db), str(seconds)], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        return proc
+
+    try:
+        holder = hold(3)
+        started = time.monotonic()
+        waited = cli.run("status", "--json")
+        holder.wait(timeout=30)
+        assert waited.returncode == 0, waited.stderr
+        assert time.monotonic() - started >= 2, "the lock was not there to wait for"
+        assert name in {j["id"] for j in json.loads(waited.stdout)}
+
+        holder = hold(120)
+        try:
+            refused = cli.run("status", "--json")
+            assert refused.returncode == 1, refused.stdout + refused.stderr
+            one_sentence(refused.stderr)
+            assert f"process {holder.pid} (python" in refused.stderr, refused.stderr
+        finally:
+            holder.kill()
+            holder.wait()
+        after = status(cli)  # the holder gone: everything as it was, nothing moved aside
+        assert name in after
+        assert not list(db.parent.glob("state.db.corrupt-*"))
+    finally:
+        cli.run("cancel", name)
