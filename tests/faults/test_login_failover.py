@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tao_slurm_tui.config import Config, Settings
-from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import Connection, ConnectionState
 from tao_slurm_tui.services.cluster import ClusterBackend
@@ -96,6 +96,27 @@ class KillsLogin2OnPoll:
         return getattr(self.conn, name)
 
 
+async def refresh_until_running(
+    backend: ClusterBackend, name: str, *, site_away: bool = False
+) -> JobRecord:
+    """Refresh until ``name`` runs; with ``site_away`` a refresh that fails (the site not back
+    yet) is tried again, else it fails the test."""
+    job: JobRecord | None = None
+    for _ in range(60):
+        try:
+            jobs = await backend.refresh()
+        except TaoError:
+            if not site_away:
+                raise
+            await asyncio.sleep(2)
+            continue
+        job = next(j for j in jobs if j.id == name)
+        if job.status is TaoStatus.RUNNING:
+            return job
+        await asyncio.sleep(1)
+    raise AssertionError(f"{name} is not running: {job.status_json() if job else 'no refresh'}")
+
+
 async def test_login_host_dies_mid_tick_and_comes_back(tmp_path: Path) -> None:
     with login2_held():
         async with backend_on_two_hosts(tmp_path) as backend:
@@ -129,13 +150,8 @@ async def test_login_host_dies_mid_tick_and_comes_back(tmp_path: Path) -> None:
             assert (ConnectionState.CONNECTED, f"{login2()} stopped answering; switched to the "
                     f"login host {sandbox.HOST}") in states  # fmt: skip
             # Monitoring goes on through login1: the job runs, once.
-            for _ in range(60):
-                jobs = await backend.refresh()
-                job = next(j for j in jobs if j.id == name)
-                if job.status is TaoStatus.RUNNING:
-                    break
-                await asyncio.sleep(1)
-            assert job.status is TaoStatus.RUNNING and len(job.attempts) == 1
+            job = await refresh_until_running(backend, name)
+            assert len(job.attempts) == 1
             assert_no_orphan(name, {job.attempts[0].slurm_job_id})
             # login2 comes back and serves again (a new session may use either host).
             up = await asyncio.to_thread(sandbox.script, "login-up", "login2")

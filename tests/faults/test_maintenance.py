@@ -22,10 +22,15 @@ from pathlib import Path
 import pytest
 
 from tao_slurm_tui.core.models import TaoStatus
-from tao_slurm_tui.errors import OperationFailed, TaoError
+from tao_slurm_tui.errors import OperationFailed
 from tests import sandbox
 from tests.faults.test_faults import assert_no_orphan, known_ids, one_sentence
-from tests.faults.test_login_failover import backend_on_two_hosts, login2, login2_held
+from tests.faults.test_login_failover import (
+    backend_on_two_hosts,
+    login2,
+    login2_held,
+    refresh_until_running,
+)
 from tests.integration.monitor_helpers import PROFILE, Harness, job_spec, unique
 from tests.integration.submit_helpers import submit
 
@@ -134,15 +139,6 @@ async def test_an_unreachable_cluster_during_its_announced_window(tmp_path: Path
                 assert text.endswith("monitoring resumes by itself when it is back.")
                 up = await asyncio.to_thread(sandbox.script, "login-up", "login2")
                 assert up.returncode == 0, up.stderr
-            for _ in range(30):
-                try:
-                    jobs = await backend.refresh()
-                except TaoError:
-                    await asyncio.sleep(2)
-                    continue
-                job = next(j for j in jobs if j.id == name)
-                if job.status is TaoStatus.RUNNING:
-                    break
-                await asyncio.sleep(1)
-            assert job.status is TaoStatus.RUNNING and len(job.attempts) == 1
+            job = await refresh_until_running(backend, name, site_away=True)
+            assert len(job.attempts) == 1
             assert_no_orphan(name, {job.attempts[0].slurm_job_id})

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from tests.faults.conftest import Cli
 from tests.faults.test_faults import assert_no_orphan, live_jobs, one_sentence
 from tests.integration.conftest import harness
 from tests.integration.monitor_helpers import IMAGE, unique
+from tests.unit.test_store_bad_days import hold_lock
 
 pytestmark = pytest.mark.slow
 
@@ -166,18 +165,6 @@ def test_a_state_db_on_a_network_home_is_said_once(
         main(["--config", config, "cancel", name])
 
 
-HOLDER = """
-import sqlite3, sys, time
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("PRAGMA locking_mode = EXCLUSIVE")
-db.execute("BEGIN EXCLUSIVE")
-db.execute("UPDATE jobs SET message = 'held'")
-print("locked", flush=True)
-time.sleep(float(sys.argv[2]))
-db.execute("COMMIT")
-"""
-
-
 def test_a_state_db_another_program_keeps_locked(cli: Cli, tmp_path: Path) -> None:
     """Another program (here a python holding an exclusive transaction; at a site, a stuck
     second terminal or a backup tool) keeps the state DB locked: a lock of a moment is waited
@@ -188,15 +175,8 @@ def test_a_state_db_another_program_keeps_locked(cli: Cli, tmp_path: Path) -> No
     assert submitted.returncode == 0, submitted.stderr
     db = state_db(cli)
 
-    def hold(seconds: float) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(db), str(seconds)], stdout=subprocess.PIPE, text=True
-        )
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
-        return proc
-
     try:
-        holder = hold(3)
+        holder = hold_lock(db, 3)
         started = time.monotonic()
         waited = cli.run("status", "--json")
         holder.wait(timeout=30)
@@ -204,7 +184,7 @@ def test_a_state_db_another_program_keeps_locked(cli: Cli, tmp_path: Path) -> No
         assert time.monotonic() - started >= 2, "the lock was not there to wait for"
         assert name in {j["id"] for j in json.loads(waited.stdout)}
 
-        holder = hold(120)
+        holder = hold_lock(db, 120)
         try:
             refused = cli.run("status", "--json")
             assert refused.returncode == 1, refused.stdout + refused.stderr

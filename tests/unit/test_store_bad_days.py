@@ -214,7 +214,7 @@ import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("PRAGMA locking_mode = EXCLUSIVE")
 db.execute("BEGIN EXCLUSIVE")
-db.execute("UPDATE jobs SET message = 'held' WHERE id = 'a'")
+db.execute("UPDATE jobs SET message = 'held'")
 print("locked", flush=True)
 time.sleep(float(sys.argv[2]))
 db.execute("COMMIT")
