@@ -389,12 +389,9 @@ class Connection:
                 # that stopped at the one-time code asks nobody again (held).
                 self._failed(exc)
                 return
-            if lost and self.host != lost:
-                # Failover: the profile's next login host took over (say so, not "reconnected").
-                message = f"{lost} stopped answering; switched to the login host {self.host}"
-            else:
-                message = self.login.connected("reconnected", self.host)
-            self._set_state(ConnectionState.CONNECTED, message)
+            self._set_state(
+                ConnectionState.CONNECTED, self.login.connected("reconnected", self.host, lost)
+            )
             return
 
     async def _ensure(self) -> asyncssh.SSHClientConnection:
