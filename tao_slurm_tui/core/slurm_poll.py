@@ -415,9 +415,8 @@ _DETAIL_KEYS = ("elapsed", "time_limit", "partition", "submit_time", "start_time
 
 
 def is_transient(row: SlurmRow) -> bool:
-    """sacct's placeholder right after start: JobName=allocation (not asked for), PENDING, empty
-    partition; a real PENDING record has its partition. It also stays for ever for a job a
-    crashed controller lost."""
+    """sacct's placeholder right after start (also for ever for a job a crashed controller
+    lost): JobName=allocation or none, PENDING, no partition (a real PENDING record has one)."""
     name, partition = row.get("name"), row.get("partition")
     return name in ("", "allocation") and row.state == "PENDING" and not partition
 

@@ -539,6 +539,8 @@ class ClusterBackend:
         """Stop sharing, close the connection and the store (if it was opened)."""
         if self._share is not None:
             await self._share.close()
+        if "monitor" in self.__dict__:
+            await self.monitor.site.close()  # its background fetch is never awaited by a tick
         await self.conn.close()
         if "store" in self.__dict__:
             self.store.close()

@@ -60,6 +60,14 @@ class SiteWatch:
             result = await self.conn.run(site_command(), timeout=self.timeout())
             self.state = parse_site(result.stdout)
 
+    async def close(self) -> None:
+        """Stop a fetch under way, while the loop still runs (the back end closes next)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def wait(self) -> None:
         """Wait for a fetch under way (tests; the app never waits)."""
         if self._task is not None:
