@@ -16,7 +16,7 @@ import asyncio
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.notifications import Notification, Notify
 from textual.reactive import var
@@ -29,11 +29,14 @@ from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.screens.compare import CompareScreen
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.screens.job_view import JobViewScreen
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
+from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
@@ -41,6 +44,7 @@ from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
+from tao_slurm_tui.widgets.runs_panel import RunsPanel
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -50,6 +54,7 @@ _SEVERITY = {
     "failed": "error",
     "canceled": "warning",
     "retried": "warning",
+    "stalled": "warning",
 }
 
 
@@ -87,6 +92,9 @@ class QueueScreen(Screen[None]):
         Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
         Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
         Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
+        Binding("o", "job_view", "Curves", show=False, id="queue.job_view"),
+        Binding("t", "tensorboard", "TensorBoard", show=False, id="queue.tensorboard"),
+        Binding("v", "compare", "Compare", show=False, id="queue.compare"),
         Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
     ]
 
@@ -108,6 +116,10 @@ class QueueScreen(Screen[None]):
         def control(self) -> QueueScreen:
             """The queue that polled."""
             return self.screen
+
+    # The app's breakpoints, and one more: from 150 columns a training's curves fit beside
+    # the job's details without squeezing its attempts table.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (150, "-very-wide")]
 
     table = getters.query_one("#jobs", JobTable)
     detail = getters.query_one("#detail", JobDetail)
@@ -178,8 +190,10 @@ class QueueScreen(Screen[None]):
         yield JobTable(id="jobs").data_bind(
             job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle
         )
-        with VerticalScroll(id="detail-box"):
+        with VerticalScroll(id="detail-box"), Horizontal(id="detail-row"):
             yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
+            # A TAO training's runs, forecast and KPI curves: beside the details when wide.
+            yield RunsPanel(self.ctx.backend, id="runs").data_bind(view=QueueScreen.detail_view)
         yield AppFooter()
 
     def on_mount(self) -> None:
@@ -465,6 +479,24 @@ class QueueScreen(Screen[None]):
         """Hide or show the details pane (more rows on a small terminal)."""
         box = self.query_one("#detail-box")
         box.display = not box.display
+
+    def action_job_view(self) -> None:
+        """Open the selected training's runs and KPI curves at full size."""
+        job = self._selected()
+        if job is not None:
+            self.app.push_screen(JobViewScreen(self.ctx, job.id))
+
+    def action_tensorboard(self) -> None:
+        """Start (or stop) TensorBoard for the selected running training."""
+        job = self._selected()
+        if job is not None:
+            toggle_tensorboard(self, self.ctx.backend, job)
+
+    def action_compare(self) -> None:
+        """Compare TAO trainings side by side (the selected one picked first)."""
+        job = self._row_job(self.table.cursor_job_id)
+        jobs = sorted(self.all_jobs.values(), key=lambda j: -j.created_at)
+        self.app.push_screen(CompareScreen(self.ctx, jobs, [job.id] if job else []))
 
     def action_logs(self) -> None:
         """Open the selected job's logs."""
