@@ -44,7 +44,8 @@ from tao_slurm_tui.core.spec import (
     resolve,
 )
 from tao_slurm_tui.core.spec.slice_rule import similar_runs
-from tao_slurm_tui.core.spec.tao_stage import TaoContext, uses_tao
+from tao_slurm_tui.core.spec.tao_source import TaoContext
+from tao_slurm_tui.core.spec.tao_stage import uses_tao
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
