@@ -212,10 +212,24 @@ INFRA_PATTERNS: list[LogPattern] = [
 """Signs of an infrastructure failure in a job's log: the failed attempt is retried."""
 
 
+DISK_FULL = "file system full or over quota"
+"""Family of the never-retry pattern for ENOSPC / EDQUOT."""
+
 NEVER_RETRY_PATTERNS: list[LogPattern] = [
     # The container runtime could not start the job (a refused key, an image or a mount source
     # that does not exist): every retry would fail the same way.
     *(pattern for cause in RUNTIME_CAUSES for pattern in cause.patterns),
+    # A full file system or an exceeded quota (results, logs, the enroot cache in the home):
+    # every retry would hit it again until someone frees space (core/disk_space.py says which).
+    LogPattern(
+        DISK_FULL,
+        r"No space left on device|Disk quota exceeded|\[Errno (28|122)\]",
+        (
+            "OSError: [Errno 28] No space left on device: '/lustre/u/results/model_epoch_003.pth'",
+            "cp: error writing '/home/u/.cache/enroot/abc.tar': Disk quota exceeded",
+            "dd: error writing '/scratch/u/x': No space left on device",
+        ),
+    ),
     # CUDA out of memory is a program/config error (batch size, model size): retrying repeats it.
     LogPattern(
         "CUDA out of memory",
