@@ -117,7 +117,7 @@ def _missing_datasets(named: list[str]) -> Problem:
     return Problem(
         "tao",
         f"{plural(len(named), 'dataset path')} {verb} not exist on the cluster: "
-        f"{', '.join(named)}; stage the data on the shared filesystem or fix the paths.",
+        f"{', '.join(named)}; stage the data on the shared filesystem or fix the paths",
         form="located",
         rule="dataset paths",
     )
