@@ -102,7 +102,10 @@ async def ph(pyxis_profile: Profile) -> AsyncIterator[Harness]:
 
 def write_config(tmp_path: Path, profile: Profile) -> str:
     path = tmp_path / "config.toml"
-    data = {"default_profile": PROFILE, "profiles": {PROFILE: profile.model_dump(mode="json")}}
+    data = {
+        "default_profile": PROFILE,
+        "profiles": {PROFILE: profile.model_dump(mode="json", exclude_none=True)},
+    }
     path.write_text(tomli_w.dumps(data))
     return str(path)
 

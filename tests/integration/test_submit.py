@@ -349,7 +349,7 @@ def test_cli_submit_json_dry_run_and_exit_codes(
     )
     spec_file.write_text(body + f"inputs = ['{sandbox.HOME}/{unique('nope')}']\n")
     assert main(["--config", str(cfg), "submit", str(spec_file)]) == 2
-    assert "do not exist on the cluster" in capsys.readouterr().err
+    assert "1 input path does not exist on the cluster" in capsys.readouterr().err
 
     spec_file.write_text(body)
     assert main(["--config", str(cfg), "submit", str(spec_file), "--dry-run"]) == 0
