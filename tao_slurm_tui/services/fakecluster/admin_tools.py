@@ -9,6 +9,11 @@ import sys
 from tao_slurm_tui.services.fakecluster import engine
 from tao_slurm_tui.services.fakecluster.engine import Job, State
 from tao_slurm_tui.services.fakecluster.queue_tools import flags, known_jobs
+from tao_slurm_tui.services.fakecluster.site_tools import (
+    lists_reasons,
+    show_reservation,
+    sinfo_reasons,
+)
 
 # ----------------------------------------------------------------------------------- scontrol
 
@@ -89,6 +94,8 @@ def scontrol(state: State, argv: list[str]) -> int:
             print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
             return 1
         print(_job_line(state, job, at))
+    elif words[:2] == ["show", "reservation"]:  # the site's windows (site_tools)
+        return show_reservation(state, argv)
     elif words[:2] == ["show", "config"]:
         print(f"Configuration data as of {engine.stamp(at)}")
         print(f"AccountingStorageEnforce = {state['enforce']}")
@@ -121,7 +128,9 @@ def scontrol(state: State, argv: list[str]) -> int:
 
 def sinfo(state: State, argv: list[str]) -> int:
     """``sinfo -h -o '%P|%l'``, ``sinfo -h -o '%P|%c|%m|%G|%D'`` (one line per partition and
-    node shape) and ``sinfo -h -p P -o %n``."""
+    node shape), ``sinfo -h -p P -o %n`` and ``sinfo -R`` (:func:`.site_tools.sinfo_reasons`)."""
+    if lists_reasons(argv):
+        return sinfo_reasons(state, argv)
     fmt, only = "%P %l", ""
     for flag, value in flags(argv, {"-o", "-p", "--format", "--partition"}):
         if flag in ("-o", "--format"):

@@ -28,6 +28,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from tao_slurm_tui.services.fakecluster import site
+
 Job = dict[str, Any]
 """One SLURM job as the controller knows it (see :func:`new_job`)."""
 State = dict[str, Any]
@@ -263,8 +265,9 @@ def _nodes(job: Job) -> list[str]:
     return [n for n in str(job.get("node_list", "")).split(",") if n]
 
 
-def _place(state: State, job: Job) -> str:
-    """A node of the job's partition with room for it, or ''."""
+def _place(state: State, job: Job, at: float) -> str:
+    """A node of the job's partition with room for it (and no reservation for its time), or
+    ''."""
     wanted = [p for p in str(job["partition"]).split(",") if p]
     excluded = set(str(job.get("exclude", "")).split(","))
     for node in state["nodes"]:
@@ -274,7 +277,9 @@ def _place(state: State, job: Job) -> str:
             continue
         if job["gpu_type"] and node["gpu_type"] != job["gpu_type"]:
             continue
-        if gpus_free(state, node) >= int(job["gpus"]):
+        if gpus_free(state, node) >= int(job["gpus"]) and not site.blocking(
+            state, node["name"], job, at
+        ):
             return str(node["name"])
     return ""
 
@@ -322,11 +327,12 @@ def _maybe_start(state: State, job: Job, at: float) -> None:
     delay = float(state.get("start_delay", 15.0))
     if at < float(job["eligible"]) + delay:
         return
-    node = _place(state, job)
+    node = _place(state, job, at)
     if not node:
-        job["reason"] = "Resources"
+        job["reason"] = site.why_not(state, job, at) or "Resources"
         return
-    job.update(state="RUNNING", reason="None", node_list=node, start=float(job["eligible"]) + delay)
+    start = max(float(job["eligible"]) + delay, site.start_after(job, at))
+    job.update(state="RUNNING", reason="None", node_list=node, start=start)
     train = job.get("train")
     if train:
         train["t0"] = job["start"]

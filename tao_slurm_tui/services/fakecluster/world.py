@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from tao_slurm_tui.services.fakecluster import engine
+from tao_slurm_tui.services.fakecluster import engine, site
 from tao_slurm_tui.services.fakecluster.engine import Job, State
 from tao_slurm_tui.services.fakecluster.tools import TOOLS
 
@@ -216,6 +216,37 @@ class World:
         ``epoch_seconds``, ``enforce``, ``pyxis``, ``wait``...)."""
         with engine.locked(str(self.path)) as state:
             state.update(settings)
+
+    # ------------------------------------------------------------------ the site's admins
+
+    def reserve(
+        self,
+        name: str,
+        start: float,
+        end: float,
+        nodes: str = "ALL",
+        flags: str = "MAINT,IGNORE_JOBS",
+        users: str = "root",
+    ) -> None:
+        """An admin's reservation of ``nodes`` (comma list or ``ALL``) from ``start`` to ``end``
+        on the cluster's clock (a maintenance window by default; see :mod:`.site`)."""
+        with self.edit() as state:
+            site.reserve(state, name, start, end, nodes, flags, users)
+
+    def unreserve(self, name: str) -> None:
+        """An admin deletes a reservation (a maintenance called off or finished early)."""
+        with self.edit() as state:
+            state["reservations"] = [r for r in state.get("reservations", []) if r["name"] != name]
+
+    def drain(self, node: str, reason: str, *, by: str = "admin", down: bool = False) -> None:
+        """An admin drains ``node`` (``down``: sets it DOWN) with ``reason``, now."""
+        with self.edit() as state:
+            site.drain(state, node, reason, by, engine.stamp(engine.now(state)), down)
+
+    def resume(self, node: str) -> None:
+        """An admin puts ``node`` back in service."""
+        with self.edit() as state:
+            site.resume(state, node)
 
     # ------------------------------------------------------------------ the network
 

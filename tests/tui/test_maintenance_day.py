@@ -1,0 +1,141 @@
+"""Pilot tests: what a researcher sees on the site's maintenance day (issue 24), on the fake
+cluster: a pending job says what it waits for (the maintenance window, or the nodes an admin
+drained and why) in its details, at 80x24 and at a large size, and the sentence goes when the
+window ends or the nodes come back and the job starts."""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.screens.queue import QueueScreen
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.world import World
+from tests.tui.conftest import build_app
+from tests.tui.waits import settle, shown, wait_for
+
+SMALL = (80, 24)
+LARGE = (160, 45)
+HOUR = 3600.0
+JOB = "yolo-finetune"
+"""The seeded pending job (SLURM 1052; the seed pins its reason, these tests free it)."""
+
+_TEXT = re.compile(
+    r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+    r'clip-path="url\(#[\w-]+-line-(\d+)\)">([^<]*)</text>'
+)
+
+
+@pytest.fixture(autouse=True)
+def _cluster_time_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The workstation on the cluster's time zone (UTC), as the times the screen shows are the
+    cluster's local times read as the workstation's."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def on_screen(app: Any) -> str:
+    """The screen's text, its lines joined with spaces and runs of blanks, box lines and
+    scroll bars squeezed (a sentence folded over lines of a pane reads as one)."""
+    rows: dict[int, dict[int, str]] = {}
+    for x, line, text in _TEXT.findall(app.export_screenshot()):
+        rows.setdefault(int(line), {})[round((float(x) - 12.2) / 12.2)] = html.unescape(text)
+    lines = []
+    for cells in (rows[n] for n in sorted(rows)):
+        line = ""
+        for column, text in sorted(cells.items()):
+            line = line.ljust(column) + text
+        lines.append(line)
+    return re.sub(r"[\s│┃\u2581-\u259f]+", " ", " ".join(lines))
+
+
+def free(world: World, **fields: Any) -> None:
+    """Let the seeded pending job be scheduled like any other (``fields``: its request)."""
+    with world.edit() as state:
+        state["jobs"]["1052"].update(pinned=False, **fields)
+
+
+async def queue_on(pilot: Any, job_id: str) -> QueueScreen:
+    screen: QueueScreen = await shown(pilot, QueueScreen)
+    await wait_for(pilot, lambda: screen.polled_ok, "the first poll")
+    screen.table.move_cursor(row=screen.table.get_row_index(job_id))
+    await wait_for(pilot, lambda: screen.table.cursor_job_id == job_id, f"the cursor on {job_id}")
+    return screen
+
+
+async def poll_until(pilot: Any, screen: QueueScreen, fake: ClusterBackend, words: str) -> str:
+    """Poll (letting the background fetch of the site's state land between polls) until the
+    screen shows ``words``; the screen's text."""
+    for _ in range(5):
+        await screen.poll(manual=True).wait()
+        await fake.monitor.site.wait()
+        await settle(pilot)
+        text = on_screen(pilot.app)
+        if words in text:
+            return text
+    raise AssertionError(f"{words!r} never shown; the screen: {text}")
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x45"])
+async def test_a_job_waiting_for_the_maintenance_says_until_when(
+    fake: ClusterBackend, world: World, size: tuple[int, int]
+) -> None:
+    now = world.now()
+    world.reserve("maint-may", now - 600, now + 3 * HOUR)  # 07:50 to 11:00, every node
+    free(world)
+    world.advance(30)
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await queue_on(pilot, JOB)
+        text = await poll_until(pilot, screen, fake, "Waiting for the maintenance")
+        assert (
+            "Message: Waiting for the maintenance: reservation 'maint-may' holds "
+            "gpu-a[01-04],gpu-b[01-03],gpu-c[01-02] from 07:50 to 11:00; the job starts after "
+            "it, or before if it can finish in time (a shorter time limit helps)."
+        ) in text, text
+        assert "(ReqNodeNotAvail, Reserved for maintenance)" in text, text
+        # The window ends: the job starts and the sentence goes.
+        world.advance(3 * HOUR)
+        await poll_until(pilot, screen, fake, "Running · SLURM RUNNING (1052)")
+        job = await fake.job_detail(JOB)
+        assert job.status is TaoStatus.RUNNING and not job.message, job.message
+        assert "Waiting for" not in on_screen(app)
+        assert world.job("1052")["start"] == now + 3 * HOUR  # when the window ended
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x45"])
+async def test_a_job_waiting_for_drained_nodes_names_them_with_the_admin_s_reason(
+    fake: ClusterBackend, world: World, size: tuple[int, int]
+) -> None:
+    free(world, partition="gpu-long")  # the v100 nodes; one runs a colleague's job
+    world.drain("gpu-c01", "driver update to 550.90")
+    world.drain("gpu-c02", "PSU replaced", by="root", down=True)
+    world.advance(30)
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await queue_on(pilot, JOB)
+        text = await poll_until(pilot, screen, fake, "Waiting for nodes")
+        said = (
+            "Message: Waiting for nodes an admin took out of service: gpu-c01 is draining: "
+            "driver update to 550.90 (set by admin at 08:00); gpu-c02 is down: PSU replaced "
+            "(set by root at 08:00); the job starts when they return"
+        )
+        assert said in text, text
+        if size == LARGE:  # (at 80x24 the pane scrolls to its last words)
+            assert f"{said} or other nodes fit it." in text, text
+        assert "(ReqNodeNotAvail, UnavailableNodes:gpu-c[01-02])" in text, text
+        # One node back: the job starts on it and the sentence goes.
+        world.resume("gpu-c02")
+        world.advance(1)
+        await poll_until(pilot, screen, fake, "Running · SLURM RUNNING (1052)")
+        assert "Waiting for" not in on_screen(app)
+        assert world.job("1052")["node_list"] == "gpu-c02"
