@@ -365,13 +365,14 @@ class Monitor:
         return self.accounting.warning
 
     async def wait_followup(self) -> bool:
-        """Wait for the background sacct follow-up, if one is running.
+        """Wait for the background sacct follow-up and site state fetch, if they are running.
 
         Returns:
-            True when it brought accounting rows the next tick should use (so the caller may
-            tick again at once instead of after the poll interval).
+            True when they brought what the next tick should use (accounting rows, words for a
+            waiting job), so the caller may tick again at once, not a poll interval later.
         """
-        return await self.accounting.wait()
+        news = await self.accounting.wait()
+        return await self.site.news() or news
 
     # ------------------------------------------------------------------ second round trip
 

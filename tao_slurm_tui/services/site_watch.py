@@ -45,11 +45,17 @@ class SiteWatch:
         """None until the first answer."""
         self._fetched = -1e18
         self._task: asyncio.Task[None] | None = None
+        self._waiting: list[JobRecord] = []
+        """The jobs of the last :meth:`send` that wait for a reason the site's state explains."""
+        self._told: asyncio.Task[None] | None = None
+        """The fetch :meth:`news` last reported on."""
 
     def send(self, jobs: Iterable[JobRecord]) -> None:
         """Start a background fetch when one is due for these (active) jobs."""
-        urgent = any(j.status is TaoStatus.PENDING and is_site_wait(j.reason) for j in jobs)
-        due = URGENT_SECONDS if urgent else REFRESH_SECONDS
+        self._waiting = [
+            j for j in jobs if j.status is TaoStatus.PENDING and is_site_wait(j.reason)
+        ]
+        due = URGENT_SECONDS if self._waiting else REFRESH_SECONDS
         if self.clock() - self._fetched < due or (self._task and not self._task.done()):
             return
         self._fetched = self.clock()
@@ -72,6 +78,19 @@ class SiteWatch:
         """Wait for a fetch under way (tests; the app never waits)."""
         if self._task is not None:
             await asyncio.shield(self._task)
+
+    async def news(self) -> bool:
+        """Wait for a fetch under way, once: True when its answer changes what a waiting job
+        says (so the caller may tick again at once instead of after the poll interval)."""
+        task = self._task
+        if task is None or task is self._told:
+            return False
+        await asyncio.shield(task)
+        self._told = task
+        if self.state is None:
+            return False
+        at = self.clock()
+        return any(explain_wait(j.reason, self.state, at) != j.message for j in self._waiting)
 
     def maintenance(self) -> Reservation | None:
         """The maintenance reservation under way now, if the site announced one."""

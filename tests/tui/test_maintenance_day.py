@@ -17,7 +17,7 @@ from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster.world import World
-from tests.tui.conftest import build_app
+from tests.tui.conftest import build_app, polls
 from tests.tui.waits import settle, shown, wait_for
 
 SMALL = (80, 24)
@@ -72,6 +72,13 @@ async def queue_on(pilot: Any, job_id: str) -> QueueScreen:
     return screen
 
 
+async def told(pilot: Any, words: str) -> str:
+    """The screen's text once it shows ``words``, with no poll asked for: the queue polls again
+    as soon as the site's state (fetched in the background after its first poll) is in."""
+    await wait_for(pilot, lambda: words in on_screen(pilot.app), repr(words))
+    return on_screen(pilot.app)
+
+
 async def poll_until(pilot: Any, screen: QueueScreen, fake: ClusterBackend, words: str) -> str:
     """Poll (letting the background fetch of the site's state land between polls) until the
     screen shows ``words``; the screen's text."""
@@ -96,7 +103,8 @@ async def test_a_job_waiting_for_the_maintenance_says_until_when(
     app = build_app(fake)
     async with app.run_test(size=size) as pilot:
         screen = await queue_on(pilot, JOB)
-        text = await poll_until(pilot, screen, fake, "Waiting for the maintenance")
+        text = await told(pilot, "Waiting for the maintenance")
+        assert polls(world) == 2  # the first, and the one the site's answer asked for
         assert (
             "Message: Waiting for the maintenance: reservation 'maint-may' holds "
             "gpu-a[01-04],gpu-b[01-03],gpu-c[01-02] from 07:50 to 11:00; the job starts after "
@@ -123,7 +131,7 @@ async def test_a_job_waiting_for_drained_nodes_names_them_with_the_admin_s_reaso
     app = build_app(fake)
     async with app.run_test(size=size) as pilot:
         screen = await queue_on(pilot, JOB)
-        text = await poll_until(pilot, screen, fake, "Waiting for nodes")
+        text = await told(pilot, "Waiting for nodes")
         said = (
             "Message: Waiting for nodes an admin took out of service: gpu-c01 is draining: "
             "driver update to 550.90 (set by admin at 08:00); gpu-c02 is down: PSU replaced "
