@@ -111,3 +111,18 @@ def test_host_lists_are_compressed_as_slurm_does() -> None:
     assert host_list(["tao-n1", "tao-n2", "tao-n3"]) == "tao-n[1-3]"
     assert host_list(["gpu-c01"]) == "gpu-c01"
     assert host_list(["gpu01", "gpu02", "gpu04", "login"]) == "gpu[01-02,04],login"
+
+
+def test_a_start_estimate_on_a_maintenance_day_is_the_window_s_end(tmp_path: Path) -> None:
+    world = world_at(tmp_path)
+    now = world.now()
+    script = world.local("/lustre/job.sh")  # (the fake's link would map the cluster's path)
+    script.write_text("#!/bin/sh\n#SBATCH --gres=gpu:1\ntrue\n")
+    ask = f"sbatch --test-only -p gpu-long -t 60 {script}"
+    assert "to start at 2026-05-10T08:00:00 using 1 processors on nodes gpu-c01" in (
+        run(world, ask).stderr
+    )
+    world.reserve("maint", now + 600, now + 4 * 3600, nodes="gpu-c01,gpu-c02")
+    assert "to start at 2026-05-10T12:00:00 using" in run(world, ask).stderr
+    ask_short = ask.replace("-t 60", "-t 5")  # done before the window opens: starts now
+    assert "to start at 2026-05-10T08:00:00 using" in run(world, ask_short).stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tao_slurm_tui.services.fakecluster import engine
+from tao_slurm_tui.services.fakecluster import engine, site
 from tao_slurm_tui.services.fakecluster.engine import Job, State
 from tao_slurm_tui.services.fakecluster.queue_tools import DOWN, Usage, flags
 
@@ -137,15 +137,18 @@ def sbatch(state: State, argv: list[str]) -> int:
         * nodes
     )
     if "--test-only" in switches:
+        probe = {"user": state["user"], "time_limit": limit}  # (reservations, site.py)
         free = [
             n
             for n in fitting
-            if n["state"] in ("IDLE", "MIXED") and engine.gpus_free(state, n) >= gpus
+            if n["state"] in ("IDLE", "MIXED")
+            and engine.gpus_free(state, n) >= gpus
+            and not site.blocking(state, n["name"], probe, at)
         ]
-        wait = 0.0
+        wait = site.clear_at(state, fitting, probe, at) - at
         if len(free) < nodes:
             base = float(state.get("wait", {}).get(part["name"], 3600))
-            wait = base * min(1.0, limit / float(part["max_time"] or limit))
+            wait = max(wait, base * min(1.0, limit / float(part["max_time"] or limit)))
         where = free[0]["name"] if len(free) >= nodes else fitting[0]["name"]
         print(
             f"sbatch: Job {state['next_id']} to start at {engine.stamp(at + wait)} using "

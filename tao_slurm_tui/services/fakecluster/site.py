@@ -90,6 +90,20 @@ def why_not(state: dict[str, Any], job: dict[str, Any], at: float) -> str:
     return UNAVAILABLE + host_list(out)
 
 
+def clear_at(state: dict[str, Any], nodes: list[Node], job: dict[str, Any], at: float) -> float:
+    """When reservations no longer keep ``job`` off the first of ``nodes`` in service
+    (``at``: none does now)."""
+    ends = []
+    for node in nodes:
+        if out_of_service(node):
+            continue
+        resv = blocking(state, node["name"], job, at)
+        if resv is None:
+            return at
+        ends.append(float(resv["end"]))
+    return min(ends, default=at)
+
+
 def start_after(job: dict[str, Any], at: float) -> float:
     """The earliest start of a job the site kept waiting: when its window ended (a window
     cancelled early, or a node back: now)."""
