@@ -136,6 +136,9 @@ def is_terminal(state: str) -> bool:
 
 # ----------------------------------------------------------------------------------- reasons
 
+MAINTENANCE_REASON = "ReqNodeNotAvail, Reserved for maintenance"
+"""squeue's reason for a job a maintenance reservation keeps waiting (SLURM 22.05)."""
+
 _REASONS: dict[str, str] = {
     "None": "waiting for the scheduler's first look at the job",
     "Resources": "waiting for nodes/GPUs to become free",
@@ -172,6 +175,7 @@ _REASONS: dict[str, str] = {
     "NodeDown": "a node the job needs (or ran on) is down",
     "BadConstraints": "the request can never be satisfied by this cluster",
     "ReqNodeNotAvail": "a node the job needs is unavailable (down, drained or reserved)",
+    MAINTENANCE_REASON: "the nodes it needs are reserved for the site's maintenance",
     "Reservation": "waiting for its advanced reservation to become usable",
     "InvalidAccount": "the account is invalid; cancel the job and fix the account",
     "InvalidQOS": "the QOS is invalid; cancel the job and fix the QOS",
@@ -205,6 +209,7 @@ _SHORT_REASONS: dict[str, str] = {
     "JobHeldAdmin": "held by admin",
     "launch failed requeued held": "launch failed",
     "ReqNodeNotAvail": "node unavail.",
+    MAINTENANCE_REASON: "maintenance",
     "Reservation": "reservation",
     "InvalidAccount": "bad account",
     "InvalidQOS": "bad QOS",

@@ -110,7 +110,11 @@ async def test_a_job_waiting_for_the_maintenance_says_until_when(
             "gpu-a[01-04],gpu-b[01-03],gpu-c[01-02] from 07:50 to 11:00; the job starts after "
             "it, or before if it can finish in time (a shorter time limit helps)."
         ) in text, text
-        assert "(ReqNodeNotAvail, Reserved for maintenance)" in text, text
+        assert (
+            "Pending: the nodes it needs are reserved for the site's maintenance "
+            "(ReqNodeNotAvail, Reserved for maintenance)"
+        ) in text, text
+        assert "yolo-finetune Pending maintenance -/4h" in text, text  # the queue's column
         # The window ends: the job starts and the sentence goes.
         world.advance(3 * HOUR)
         await poll_until(pilot, screen, fake, "Running · SLURM RUNNING (1052)")

@@ -537,6 +537,7 @@ def test_state_spellings() -> None:
         ("QOSMaxJobsPerUserLimit", "per-user"),
         ("AssocGrpGRES", "GPU"),
         ("ReqNodeNotAvail, UnavailableNodes:vm", "unavailable"),
+        ("(ReqNodeNotAvail, Reserved for maintenance)", "the site's maintenance"),
         ("(None)", "first look"),
         ("NonZeroExitCode", "non-zero"),
         ("JobLaunchFailure", "could not launch"),
@@ -549,6 +550,11 @@ def test_state_spellings() -> None:
 )
 def test_explain_reason(reason: str, words: str) -> None:
     assert words in explain_reason(reason)
+
+
+def test_a_maintenance_wait_is_one_word_in_the_queue_s_column() -> None:
+    assert explain_reason("ReqNodeNotAvail, Reserved for maintenance", short=True) == "maintenance"
+    assert explain_reason("ReqNodeNotAvail, UnavailableNodes:gpu07", short=True) == "node unavail."
 
 
 def test_explain_reason_fallback() -> None:
