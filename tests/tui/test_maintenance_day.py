@@ -151,3 +151,19 @@ async def test_a_job_waiting_for_drained_nodes_names_them_with_the_admin_s_reaso
         await poll_until(pilot, screen, fake, "Running · SLURM RUNNING (1052)")
         assert "Waiting for" not in on_screen(app)
         assert world.job("1052")["node_list"] == "gpu-c02"
+
+
+async def test_status_s_one_shot_poll_has_the_sentence(fake: ClusterBackend, world: World) -> None:
+    """``status`` polls once and again only when the follow-up brought news: the site's state
+    is news for a job waiting for maintenance, so its sentence is in the one-shot answer."""
+    now = world.now()
+    world.reserve("maint-may", now - 600, now + 3 * HOUR)
+    free(world)
+    world.advance(30)
+    first = {j.id: j for j in await fake.refresh()}[JOB]
+    assert first.reason == "ReqNodeNotAvail, Reserved for maintenance"
+    assert not first.message.startswith("Waiting for")  # (the site's state is not in yet)
+    assert await fake.followup()
+    job = {j.id: j for j in await fake.refresh()}[JOB]
+    assert job.message.startswith("Waiting for the maintenance: reservation 'maint-may' holds ")
+    assert not await fake.followup()  # told once: no poll after poll for the same words
