@@ -20,9 +20,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import fcntl
+import os
 import re
 import shlex
 import signal
+import struct
+import termios
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +142,87 @@ class LocalProcess:
         await self._process.wait()
 
 
+class _PtyReader:
+    """The master side of a :class:`PtyProcess`'s terminal, read as asyncssh's stdout is."""
+
+    def __init__(self, master: int, root: str) -> None:
+        self._master = master
+        self._root = root.encode()
+
+    async def read(self, n: int = -1) -> bytes:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(self._master, readable)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self._master)
+        try:
+            data = os.read(self._master, n if n > 0 else 65536)
+        except OSError:  # EIO: every process on the terminal is gone
+            return b""
+        return data.replace(self._root + b"/", b"/") if self._root in data else data
+
+
+class _EmptyReader:
+    """stderr of a process on a terminal (it writes to the terminal, as under a remote pty)."""
+
+    async def read(self, n: int = -1) -> bytes:
+        return b""
+
+
+class _PtyWriter:
+    def __init__(self, master: int) -> None:
+        self._master = master
+
+    def write(self, data: bytes) -> None:
+        os.write(self._master, data)
+
+    def write_eof(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._master, b"\x04")
+
+
+class PtyProcess:
+    """A command on a pseudo-terminal, as sshd runs one with a pty: what an interactive shell
+    in a job (``term_type``/``term_size``) uses of asyncssh's ``SSHClientProcess``."""
+
+    def __init__(self, process: asyncio.subprocess.Process, master: int, root: str) -> None:
+        self._process = process
+        self._master = master
+        self.stdin = _PtyWriter(master)
+        self.stdout = _PtyReader(master, root)
+        self.stderr = _EmptyReader()
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    def change_terminal_size(self, width: int, height: int) -> None:
+        fcntl.ioctl(self._master, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+
+    async def wait_closed(self) -> None:
+        await self._process.wait()
+
+    def is_closing(self) -> bool:
+        return self._process.returncode is not None
+
+    def close(self) -> None:
+        if self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.send_signal(signal.SIGHUP)
+        with contextlib.suppress(OSError):
+            os.close(self._master)
+
+    async def wait(self) -> None:
+        await self._process.wait()
+
+
 class LocalLink:
     """The part of asyncssh's ``SSHClientConnection`` the connection uses: commands as sshd
     runs them, on this machine, inside the world."""
@@ -157,7 +242,7 @@ class LocalLink:
     def is_closed(self) -> bool:
         return self._closed
 
-    async def create_process(self, command: str, **_: Any) -> LocalProcess:
+    async def create_process(self, command: str, **options: Any) -> LocalProcess | PtyProcess:
         if self._closed or self.world.link == "down":
             self.drop()
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "connection lost")
@@ -171,6 +256,8 @@ class LocalLink:
                 if pattern in command:
                     await event.wait()
         env = self.world.env()
+        if options.get("term_type"):
+            return await self._on_terminal(command, env, options)
         process = await asyncio.create_subprocess_exec(
             "/bin/sh",
             "-c",
@@ -185,6 +272,31 @@ class LocalLink:
         local = LocalProcess(process, self, shell)
         self._processes = [p for p in self._processes if not p.is_closing()] + [local]
         return local
+
+    async def _on_terminal(
+        self, command: str, env: dict[str, str], options: dict[str, Any]
+    ) -> PtyProcess:
+        """``command`` on a new pseudo-terminal of the client's type and size."""
+        master, slave = os.openpty()
+        width, height = options.get("term_size") or (80, 24)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+        process = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            self.map_in(command),
+            env={**env, "TERM": str(options["term_type"])},
+            cwd=env["HOME"],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            # The terminal becomes the new session's own, as sshd makes it (job control).
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
+        os.close(slave)
+        pty_process = PtyProcess(process, master, self.world.root)
+        self._processes.append(pty_process)  # type: ignore[arg-type]
+        return pty_process
 
     def _end(self) -> bool:
         if self._closed:
