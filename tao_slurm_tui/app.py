@@ -25,6 +25,7 @@ from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
 from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.notify import Notifier
 from tao_slurm_tui.services.session import BackendFactory, backend_factory
 from tao_slurm_tui.widgets.app_header import ConnectionStateChanged, SessionStatus
 from tao_slurm_tui.widgets.theme import TAO_DARK, THEMES
@@ -94,6 +95,7 @@ class TaoSlurmApp(App[None]):
         self.cursor_blink = cursor_blink
         settings = settings or Settings()
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
+        self.ctx.notifier = Notifier(settings.notify, self.write_escape)
         self.backend_factory = backend_factory
         self.initial_spec = initial_spec
         self.new_profile = new_profile
@@ -188,6 +190,13 @@ class TaoSlurmApp(App[None]):
         if not self.cursor_blink and isinstance(widget, (Input, TextArea)):
             widget.cursor_blink = False
 
+    def write_escape(self, sequence: str) -> None:
+        """Write an escape sequence (a desktop notification) to the terminal between frames:
+        through the driver, whose writer is the one thread that writes there, as Textual's own
+        ``bell`` and ``copy_to_clipboard`` do."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
+
     # ------------------------------------------------------------------ errors
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a failed worker is reported: a toast, or a modal for the unexpected."""
@@ -280,6 +289,13 @@ class TaoSlurmApp(App[None]):
             home.pop_until_active()
             # After the screens above it are gone (pop_until_active dismisses them later).
             self.call_later(home.action_logs)
+
+    def action_shell(self) -> None:
+        """A shell inside the job selected in the queue."""
+        home = self.home
+        if home is not None:
+            home.pop_until_active()
+            self.call_later(home.action_shell)
 
     def switch_profile(self, name: str, backend: Backend | None = None) -> None:
         """Use another profile: its back end (``backend`` if one is already open, else a new

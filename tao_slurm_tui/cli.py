@@ -33,6 +33,7 @@ _HELP = {
     "capacity": "free/allocated GPUs per partition and type, the largest free block, your share",
     "history": "your jobs from sacct (also those not submitted here) with what they used",
     "tao": "the TAO catalogue: networks, actions, images, default experiment specs (no cluster)",
+    "shell": "an interactive shell inside a running job (on its node, in its Pyxis container)",
 }
 
 

@@ -5,8 +5,10 @@ One monitor tick first (states updated, due retries performed), then the jobs ar
 "usage"}``, plus ``pipeline_id`` and ``pipeline_step`` (1-based) for a pipeline's steps
 (``usage``: what a finished job used, one sacct call for all of them; null otherwise)
 (one list per tick with ``--watch``, one per line). ``--watch`` ticks again every
-``poll_interval`` seconds until every listed job is terminal. If the cluster cannot be reached
-the last known state is printed and the exit code is 1.
+``poll_interval`` seconds until every listed job is terminal, and sends a desktop notification
+when a job starts, ends, fails, is retried or runs out of wall time (the config's ``[notify]``;
+written to the terminal, never into stdout). If the cluster cannot be reached the last known
+state is printed and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from tao_slurm_tui.core import pipelines
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
-from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.backend import Backend, transitions
 from tao_slurm_tui.services.monitor import MIN_INTERVAL
+from tao_slurm_tui.services.notify import Notifier, terminal_writer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,6 +107,9 @@ async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -
     interval = max(MIN_INTERVAL, backend.poll_interval)
     usage: dict[str, Usage] = {}
     last = ""
+    # --watch: desktop notifications of what happens (to the terminal, never into stdout).
+    notifier = Notifier(ctx.config.settings.notify, terminal_writer()) if args.watch else None
+    seen: dict[str, JobRecord] = {}
     while True:
         error = ""
         try:
@@ -120,6 +126,9 @@ async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -
         jobs = list(reversed(jobs))  # oldest first, like the store
         if args.id:
             jobs = [j for j in jobs if j.id == args.id]
+        if notifier is not None:
+            notifier.send(transitions(seen, jobs) + notifier.wall_time(jobs))
+            seen = {job.id: job for job in jobs}
         if args.json and not error:
             error = await _add_usage(backend, jobs, usage)
         text = json.dumps([_job_json(j, usage) for j in jobs]) if args.json else format_table(jobs)

@@ -265,8 +265,10 @@ class IdleTracker:
 
 
 def idle_words(seconds: float) -> str:
-    """How long, in a few words: ``12 min``, ``2 h 05 min``."""
+    """How long, in a few words: ``under a minute``, ``12 min``, ``2 h 05 min``."""
     minutes = int(seconds // 60)
+    if minutes < 1:
+        return "under a minute"
     if minutes < 60:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60:02d} min"

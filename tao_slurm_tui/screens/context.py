@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 
 from tao_slurm_tui.config import Settings
 from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.notify import Notifier
 
 APP_BINDINGS: list[BindingType] = [
     Binding("question_mark", "help", "Help", id="app.help"),
@@ -34,3 +35,5 @@ class UiContext:
     """The config file's app settings (poll interval, keys, theme)."""
     clock: Callable[[], float] = time.time
     """'Now' — frozen in tests and screenshots."""
+    notifier: Notifier | None = None
+    """Desktop notifications of job events (None: none are sent)."""

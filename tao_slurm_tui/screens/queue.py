@@ -12,11 +12,12 @@ Nothing calls a redraw: setting the state is enough.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.notifications import Notification, Notify
 from textual.reactive import var
@@ -25,21 +26,25 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input
 
 from tao_slurm_tui.core.accounting import Usage
+from tao_slurm_tui.core.gpu_usage import idle_words
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.screens.job_shell import start_job_shell
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.gpu_pane import GpuPane, flag_idle
 from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
+from tao_slurm_tui.widgets.wait_pane import WaitPane
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -49,6 +54,8 @@ _SEVERITY = {
     "failed": "error",
     "canceled": "warning",
     "retried": "warning",
+    "started": "information",
+    "walltime": "warning",
 }
 
 
@@ -77,6 +84,7 @@ class QueueScreen(Screen[None]):
         Binding("slash", "filter", "Filter", id="queue.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="queue.clear_filter"),
         Binding("l", "logs", "Logs", id="queue.logs"),
+        Binding("exclamation_mark", "shell", "Shell in job", show=False, id="queue.shell"),
         Binding("c", "cancel_job", "Cancel", id="queue.cancel"),
         Binding(
             "space", "toggle_pipeline", "Expand/collapse", show=False, id="queue.toggle_pipeline"
@@ -144,6 +152,10 @@ class QueueScreen(Screen[None]):
     """Counts, sort and finished shown or not (computed; bound to the table's border)."""
     detail_view: var[DetailView] = var(DetailView(), init=False)
     """The detail pane's content (computed; bound to the pane)."""
+    idle_gpus: var[dict[str, float]] = var(dict, init=False)
+    """Running jobs whose GPUs sat idle at least the settings' limit: seconds idle by id."""
+    notes: var[dict[str, str]] = var(dict, init=False)
+    """The word on each flagged job in the table (computed; bound to the table)."""
 
     def __init__(self, ctx: UiContext) -> None:
         """Create the screen.
@@ -175,9 +187,18 @@ class QueueScreen(Screen[None]):
         yield Input(placeholder="filter: words matching any column", id="filter", compact=True)
         yield PollNotice(id="poll-notice").data_bind(text=QueueScreen.notice)
         yield JobTable(id="jobs").data_bind(
-            job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle
+            job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle, notes=QueueScreen.notes
         )
-        with VerticalScroll(id="detail-box"):
+        with VerticalScroll(id="detail-box"), Horizontal(id="detail-columns"):
+            with Vertical(id="live"):
+                yield GpuPane(
+                    lambda job_id: self.ctx.backend.gpu_report(job_id),
+                    self.ctx.settings.gpu_refresh,
+                    id="gpus",
+                ).data_bind(view=QueueScreen.detail_view)
+                yield WaitPane(
+                    lambda job_id: self.ctx.backend.why_pending(job_id), id="wait"
+                ).data_bind(view=QueueScreen.detail_view)
             yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
         yield AppFooter()
 
@@ -242,6 +263,21 @@ class QueueScreen(Screen[None]):
             job = fetched
         pipeline = self.pipelines.get(job.pipeline_id) if job.pipeline_id else None
         return DetailView(job, self.usage.get(job.id), pipeline)
+
+    def compute_notes(self) -> dict[str, str]:
+        """'GPUs idle 42 min' on each job flagged idle."""
+        return {job_id: f"GPUs idle {idle_words(s)}" for job_id, s in self.idle_gpus.items()}
+
+    @on(GpuPane.Sampled)
+    def _gpus_sampled(self, event: GpuPane.Sampled) -> None:
+        self.idle_gpus = flag_idle(self.idle_gpus, event.report)
+
+    @work(exclusive=True, group="idle-gpus", exit_on_error=False)
+    async def check_idle_gpus(self) -> None:
+        """Flag the running jobs whose GPUs sit idle (a sweep over them when one is due; a
+        failure keeps the flags: the next poll tries again)."""
+        with contextlib.suppress(TaoError):
+            self.idle_gpus = await self.ctx.backend.idle_gpu_jobs()
 
     def watch_detail_view(self, old: DetailView, new: DetailView) -> None:
         """Another job in the pane: fetch its full history (and what it used, if finished)."""
@@ -328,6 +364,7 @@ class QueueScreen(Screen[None]):
             self._take(jobs)
             self._take_warning()
             self.post_message(self.Refreshed(self, self.ctx.backend.last_poll))
+            self.check_idle_gpus()
             # The screen is up to date; if the poll asked sacct in the background (jobs that
             # ended), poll again as soon as its answer is in rather than a whole interval later.
             # (Once: the interval and the back-off stay as they are.)
@@ -341,7 +378,8 @@ class QueueScreen(Screen[None]):
         """A new snapshot from the back end: shown, and what changed announced."""
         before = self.all_jobs
         self.all_jobs = {job.id: job for job in jobs}
-        self._announce(transitions(before, jobs))
+        notifier = self.ctx.notifier
+        self._announce(transitions(before, jobs) + (notifier.wall_time(jobs) if notifier else []))
 
     def _take_warning(self) -> None:
         """What the last poll could not read stays in the notice line while the condition lasts
@@ -372,6 +410,8 @@ class QueueScreen(Screen[None]):
             self.notify(event.message, title=f"Job {event.kind}", severity=_SEVERITY[event.kind])  # type: ignore[arg-type]
         if events:
             self.app.bell()
+        if self.ctx.notifier is not None:
+            self.ctx.notifier.send(events)
 
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def load_detail(self, job_id: str) -> None:
@@ -463,6 +503,11 @@ class QueueScreen(Screen[None]):
         job = self._selected()
         if job is not None:
             self.app.push_screen(LogsScreen(self.ctx, job.id))
+
+    def action_shell(self) -> None:
+        """A shell inside the selected running job, on its node (in its Pyxis container)."""
+        if (job := self._selected()) is not None:
+            start_job_shell(self, self.ctx, job)
 
     def action_clone(self) -> None:
         """Open the composer with a copy of the selected job's spec under a new name.

@@ -22,7 +22,9 @@ from typing import Any
 from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.gpu_usage import GpuReport
 from tao_slurm_tui.core.job_output import JobOutput
+from tao_slurm_tui.core.job_shell import ShellTarget, shell_target
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -38,6 +40,7 @@ from tao_slurm_tui.core.spec import (
     resolve,
 )
 from tao_slurm_tui.core.start_estimate import StartEstimate
+from tao_slurm_tui.core.why_wait import WaitReport
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import ConnectionState
@@ -45,13 +48,16 @@ from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.capacity_cache import CapacityCache
+from tao_slurm_tui.services.gpus import GpuWatch
 from tao_slurm_tui.services.history import HistoryService
+from tao_slurm_tui.services.job_shell import LocalTerminal, open_shell
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
 from tao_slurm_tui.services.partitions import offline_limits
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
+from tao_slurm_tui.services.why_wait import why_waiting
 
 
 class ClusterBackend:
@@ -250,6 +256,38 @@ class ClusterBackend:
     async def cancel_pipeline(self, pipeline_id: str) -> list[JobRecord]:
         """scancel every step of the pipeline that has not ended, in one command."""
         return await self.monitor.cancel_pipeline(pipeline_id)
+
+    # ------------------------------------------------------------------ GPUs
+
+    @cached_property
+    def gpus(self) -> GpuWatch:
+        """GPU samples of the running jobs over the one connection."""
+        return GpuWatch(self.conn, self.clock, lambda: self.config.settings.gpu_idle_minutes)
+
+    async def gpu_report(self, job_id: str) -> GpuReport:
+        """The job's GPUs now (one round trip)."""
+        return await self.gpus.report_now(self.store.require(self._name, job_id))
+
+    async def idle_gpu_jobs(self) -> dict[str, float]:
+        """Running jobs idle at least the limit (a sweep when due: one round trip)."""
+        # The monitor's copy of the jobs: read from the store only where it changed.
+        return await self.gpus.sweep(self.monitor.jobs.jobs())
+
+    def shell_target(self, job_id: str, node: str | None = None) -> ShellTarget:
+        """Where a shell in the running job opens (its container: the runtime it was planned
+        with; jobs stored before plans, the profile's)."""
+        job = self.store.require(self._name, job_id)
+        runtime = str(job.plan.get("runtime") or self._profile.container_runtime)
+        return shell_target(job, node, runtime)
+
+    async def open_shell(self, target: ShellTarget, terminal: LocalTerminal) -> int:
+        """The shell on ``terminal`` until it exits (a pty over the one connection)."""
+        return await open_shell(self.conn, target, terminal)
+
+    async def why_pending(self, job_id: str) -> WaitReport:
+        """Why the pending job waits (one round trip: sprio, sshare, squeue)."""
+        job = self.store.require(self._name, job_id)
+        return await why_waiting(self.conn, job, self._profile.user, self._profile.account)
 
     # ------------------------------------------------------------------ history
 

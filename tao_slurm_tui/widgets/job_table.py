@@ -53,7 +53,7 @@ COLUMNS: list[tuple[str, str]] = [
     ("partition", "Part."),
     ("shape", "N×G"),  # noqa: RUF001
     ("time", "Elapsed/max"),
-    ("reason", "Pending reason"),
+    ("reason", "Reason"),
     ("start", "Est. start"),
     ("retries", "Retry"),
     ("progress", "Progress"),
@@ -123,8 +123,9 @@ def _elapsed_of_limit(elapsed: str, limit: str, pending: bool) -> str:
     return f"{'-' if pending or not elapsed else elapsed}/{compact_limit(limit)}"
 
 
-def job_plain_cells(job: JobRecord) -> dict[str, str]:
-    """The text of every column for ``job`` (no styling)."""
+def job_plain_cells(job: JobRecord, note: str = "") -> dict[str, str]:
+    """The text of every column for ``job`` (no styling); ``note`` goes in the reason column
+    of a job that is not pending (its GPUs sit idle)."""
     latest = job.latest
     elapsed = latest.elapsed if latest else ""
     limit = latest.time_limit if latest else ""
@@ -137,7 +138,7 @@ def job_plain_cells(job: JobRecord) -> dict[str, str]:
         "partition": (latest.partition if latest else "") or str(job.spec.get("partition", "")),
         "shape": _shape(job),
         "time": _elapsed_of_limit(elapsed, limit, pending),
-        "reason": reason_in_words(job.reason) if pending else "",
+        "reason": reason_in_words(job.reason) if pending else note,
         "start": short_time(latest.est_start) if latest and pending else "",
         "retries": str(job.retries) if job.retries else "",
         "progress": progress_bar(job),
@@ -265,6 +266,7 @@ class JobTable(DataTable[Cell]):
         "job-table--paused",
         "job-table--progress",
         "job-table--pipeline",
+        "job-table--note",
     }
 
     DEFAULT_CSS = """
@@ -280,6 +282,7 @@ class JobTable(DataTable[Cell]):
         & > .job-table--paused { color: $accent; text-style: italic; }
         & > .job-table--progress { color: $primary; }
         & > .job-table--pipeline { text-style: bold; }
+        & > .job-table--note { color: $warning; text-style: bold; }
     }
     """
 
@@ -299,6 +302,8 @@ class JobTable(DataTable[Cell]):
     """What the table's border says under it (counts, sort, filter)."""
     cursor_job: var[str | None] = var(None, init=False)
     """Key of the row under the cursor; each change is posted as :class:`Highlighted`."""
+    notes: var[dict[str, str]] = var(dict, init=False)
+    """A word on running jobs by id, shown in their reason column (GPUs sitting idle)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         """Create the table with its columns."""
@@ -317,6 +322,8 @@ class JobTable(DataTable[Cell]):
         self._widths["state"] = max(self._widths["state"], *map(len, SLURM_STATES))
         self._wanted: str | None = None
         """A row to put the cursor on as soon as it is shown (:meth:`reveal`)."""
+        self._noted: set[str] = set()
+        """Rows whose note changed since they were drawn (drawn again by the next diff)."""
 
     def on_mount(self) -> None:
         """Add the columns, each with a fixed width, and the rows bound so far."""
@@ -355,6 +362,14 @@ class JobTable(DataTable[Cell]):
     def _show_all_rows(self) -> None:
         self.apply(self.job_rows)
         self._reveal_wanted()
+
+    def watch_notes(self, old: dict[str, str], new: dict[str, str]) -> None:
+        """Show the notes that changed (their rows are drawn again)."""
+        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        for job_id in changed & self.jobs.keys():
+            self._noted.add(job_id)
+        if changed & self.jobs.keys():
+            self.apply(self.job_rows)
 
     def watch_sorted_by(self, order: SortOrder) -> None:
         """Sort the rows; the cursor stays on its job."""
@@ -436,11 +451,14 @@ class JobTable(DataTable[Cell]):
             return Cell(value, self._style(job.status.value.lower()))
         if key == "progress":
             return Cell(value, self._style("progress"))
+        if key == "reason" and value and job.status is not TaoStatus.PENDING:
+            return Cell(value, self._style("note"))
         return Cell(value)
 
     def cells(self, job: JobRecord) -> dict[str, Cell]:
         """Styled cells for ``job``."""
-        return {key: self._cell(job, key, value) for key, value in job_plain_cells(job).items()}
+        plain = job_plain_cells(job, self.notes.get(job.id, ""))
+        return {key: self._cell(job, key, value) for key, value in plain.items()}
 
     @property
     def cursor_job_id(self) -> str | None:
@@ -475,10 +493,11 @@ class JobTable(DataTable[Cell]):
                 self._shown.pop(job_id, None)
                 stats.removed += 1
             for job_id, job in new.items():
-                if self.jobs.get(job_id) is job:
+                if self.jobs.get(job_id) is job and job_id not in self._noted:
                     continue  # the very record shown (the monitor hands out unchanged ones)
+                self._noted.discard(job_id)
                 # Compare plain strings; make cells only for the ones that changed.
-                plain = job_plain_cells(job)
+                plain = job_plain_cells(job, self.notes.get(job_id, ""))
                 shown = self._shown.get(job_id)
                 if plain != shown:
                     grew = self._grow(plain) or grew

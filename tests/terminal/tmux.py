@@ -76,6 +76,16 @@ class Terminal:
         """Type ``text`` literally."""
         self._tmux("send-keys", "-t", "app", "-l", text)
 
+    def resize(self, columns: int, rows: int) -> None:
+        """Resize the terminal (the program gets SIGWINCH)."""
+        self._tmux("resize-window", "-t", "app", "-x", str(columns), "-y", str(rows))
+
+    def record_output(self, path: Path) -> None:
+        """Append every byte the app writes to its terminal to ``path`` from now on, escape
+        sequences included (tmux's ``pipe-pane``: what the terminal was sent, before tmux
+        interprets it)."""
+        self._tmux("pipe-pane", "-O", "-t", "app", f"cat >> {shlex.quote(str(path))}")
+
     def exit_status(self) -> int | None:
         """The app's exit status once it ended, else None."""
         try:

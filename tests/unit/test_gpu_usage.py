@@ -119,5 +119,5 @@ def test_a_report_is_flagged_once_idle_at_least_the_limit() -> None:
     assert GpuReport("a", sample, 1800, 1800).flagged
     assert not GpuReport("a", sample, 1799, 1800).flagged
     assert not GpuReport("a", sample, 5000, None).flagged  # flagging off
-    assert idle_words(59) == "0 min" and idle_words(42 * 60) == "42 min"
+    assert idle_words(59) == "under a minute" and idle_words(42 * 60) == "42 min"
     assert idle_words(125 * 60) == "2 h 05 min"
