@@ -92,6 +92,7 @@ async def composer_estimate(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
 
 async def onboarding(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("d")
+    await _settle(app, pilot)  # the doctor's checks (slow on a loaded machine)
 
 
 async def help_screen(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
@@ -110,6 +111,11 @@ async def history_output(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("l")
 
 
+async def waiting(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("down", "down")  # seg-large: why it waits beside its details
+    await _settle(app, pilot)
+
+
 async def pipeline(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await _settle(app, pilot)  # the pipeline's row is on top: its running step's details
 
@@ -126,6 +132,7 @@ SHOTS: dict[str, Step] = {
     "history": history,
     "history-output": history_output,
     "pipeline": pipeline,
+    "waiting": waiting,
 }
 
 

@@ -139,7 +139,7 @@ async def test_the_wait_pane_says_why_a_pending_job_waits(
         await wait_for(pilot, lambda: pane.report is not None, "the answer")
         text = _text(pane)
         assert "What you can do: Jobs of higher priority are ahead." in text
-        assert "in polar: 1 of 3 pending jobs ranked" in text
+        assert "in polar: 3 of 3 pending jobs ranked" in text
         assert "fair share 3800/10000" in text and "QOS 1000/1000" in text
         assert "Your fair share in tao: 0.380" in text and "41%" in text
         # One round trip, asked when shown: sprio is never part of a poll.

@@ -4,8 +4,8 @@
 not listed, as on a real controller), one row per partition, each factor weighted by the site's
 weights (``state["priority_weights"]``): age grows to its weight over ``max_age`` seconds since
 the job was submitted, fair share is the user's factor times its weight, job size the share of
-the cluster's nodes it asks for, partition and QOS their full weight. ``sshare -U -u USER``
-prints the user's associations from ``state["shares"]``.
+the cluster's nodes it asks for (its complement under ``favor_small``), partition and QOS their
+full weight. ``sshare -U -u USER`` prints the user's associations from ``state["shares"]``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ def _factors(state: State, job: Job, at: float) -> dict[str, int]:
     age = min(1.0, max(0.0, at - float(since)) / float(state.get("max_age", MAX_AGE)))
     fairshare = float(state.get("fairshare", {}).get(job["user"], 0.5))
     size = int(job["nodes_req"]) / max(1, len(state["nodes"]))
+    if state.get("favor_small"):  # PriorityFavorSmall=YES: the smaller job the higher
+        size = 1.0 - size
     return {
         "age": round(weights["age"] * age),
         "fairshare": round(weights["fairshare"] * fairshare),

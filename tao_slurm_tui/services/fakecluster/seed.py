@@ -282,7 +282,7 @@ def seed_world(world: World, now: float | None = FROZEN_TIME, *, pipeline: bool 
         state["gpu_load"] = {"1051": ["all 87 61440"], "1061": ["0 64 20480"]}
         # Multifactor priority (priority_tools): a researcher who used a lot lately.
         state["fairshare"] = {USER: 0.38, "kim": 0.71, "ortiz": 0.22}
-        state["max_age"] = 6 * HOUR
+        state.update(max_age=6 * HOUR, favor_small=True)
         state["shares"] = [
             {"account": "tao", "user": USER, "raw_shares": 1, "norm_shares": 0.25,
              "raw_usage": 8123456, "effective_usage": 0.41, "fairshare": 0.38},
