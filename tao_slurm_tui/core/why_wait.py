@@ -256,6 +256,8 @@ def parse_why(
             "This cluster does not weigh priorities (priority/basic): pending jobs start in "
             "the order they were submitted, as resources allow."
         )
+    elif not mine and clean_reason(fresh_reason or reason) in ("", "None"):
+        problem = "The scheduler has not looked at it yet; it is ranked once it has."
     elif not mine:
         problem = "SLURM does not rank it yet: only jobs free to start are ranked."
     return WaitReport(

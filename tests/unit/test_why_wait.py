@@ -80,6 +80,16 @@ def test_a_job_sprio_does_not_list_is_not_ranked_and_says_why() -> None:
     assert report.advice.startswith("It starts when the job it depends on")
 
 
+def test_a_job_the_scheduler_has_not_looked_at_yet_says_so() -> None:
+    text = ANSWER.replace(
+        "6772|polar|4732|170|2000|562|1000|1000|0|slurmtest\n@@tao-why:weights",
+        "Unable to find jobs matching user/id(s) specified\n@@tao-why:weights",
+    ).replace("Resources|N/A|polar", "None|N/A|polar")
+    report = parse_why(text, "new", "6772", reason="None")
+    assert report.problem == "The scheduler has not looked at it yet; it is ranked once it has."
+    assert report.advice.startswith("The scheduler has not looked at it yet")
+
+
 def test_a_cluster_without_multifactor_says_jobs_start_in_order() -> None:
     refusal = (
         "You are not running a supported priority plugin\n(priority/basic).\n"
