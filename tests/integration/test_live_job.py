@@ -247,16 +247,7 @@ async def test_the_shell_lands_inside_the_running_pyxis_jobs_container(
     assert outside.exit_status == 1, outside
     config = _config(tmp_path, pyxis_profile)
 
-    cli = _terminal(terminals, tmp_path, ["--config", config, "shell", job.id])
-    cli.wait_for(f"inside the container of job {job.slurm_job_id} on {node}")
-    cli.text(f"cat /tmp/{marker}; echo job=$SLURM_JOB_ID; echo size=$(stty size)")
-    cli.keys("Enter")
-    screen = cli.wait_for(f"job={job.slurm_job_id}")
-    assert token in screen and "size=30 100" in screen
-    cli.text("exit")
-    cli.keys("Enter")
-    assert cli.wait_exit() == 0
-
+    # The dashboard first: ! on the only job, and back to the queue as it was.
     tui = _terminal(terminals, tmp_path, ["--config", config])
     tui.wait_for(job.id)
     tui.keys("!")  # the only job, under the cursor
@@ -267,5 +258,22 @@ async def test_the_shell_lands_inside_the_running_pyxis_jobs_container(
     tui.text("exit")
     tui.keys("Enter")
     tui.wait_for(f"Back from the shell in {job.id}")
+
+    # The verb beside the running dashboard (whose connection it may share): the user's
+    # terminal type and size reach the shell.
+    cli = _terminal(terminals, tmp_path, ["--config", config, "shell", job.id])
+    cli.wait_for(f"inside the container of job {job.slurm_job_id} on {node}")
+    cli.text(f"cat /tmp/{marker}; echo job=$SLURM_JOB_ID; echo size=$(stty size) term=$TERM")
+    cli.keys("Enter")
+    screen = cli.wait_for(f"job={job.slurm_job_id}")
+    assert token in screen and "size=30 100 term=xterm-256color" in screen
+    cli.resize(90, 28)  # a window-size change reaches the shell through srun's pty
+    cli.text("echo rows,cols=$(stty size | tr ' ' ,)")
+    cli.keys("Enter")
+    cli.wait_for("rows,cols=28,90")
+    cli.text("exit")
+    cli.keys("Enter")
+    assert cli.wait_exit() == 0
+
     tui.keys("C-q")
     assert tui.wait_exit() == 0
