@@ -14,18 +14,19 @@ on``). On a local desktop session without such a terminal, ``notify-send`` does 
 
 Everything put into a sequence passes :func:`plain_text` first: job names, messages and reasons
 come from the cluster, and a control character in them (ESC, BEL, ST) would end the sequence
-early and let the rest act on the terminal.
+early and let the rest act on the terminal. It spells them out as the rest of the product does
+(:func:`~tao_slurm_tui.core.shown.shown`): the notification reads ``\\x1b]0;…``.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.slurm_text import parse_duration
 
 Method = Literal["osc9", "osc777", "osc99", "notify-send"]
@@ -43,10 +44,11 @@ OSC9_TERMINALS = frozenset({"iTerm.app", "WezTerm", "ghostty", "vscode", "Tabby"
 
 
 def plain_text(text: str, limit: int = MAX_TEXT) -> str:
-    """``text`` safe inside an escape sequence: control characters (C0, C1, DEL; so ESC, BEL
-    and ST too) become spaces, runs of blanks one space, and it ends with '…' past ``limit``."""
-    cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
-    cleaned = re.sub(r"\s+", " ", cleaned).strip()
+    """``text`` safe inside an escape sequence, on one line: runs of blanks (newlines too)
+    become one space, every other control or invisible format character (ESC, BEL, ST, C1,
+    DEL, bidi overrides) is spelled out (:func:`~tao_slurm_tui.core.shown.shown`), and it ends
+    with '…' past ``limit``."""
+    cleaned = shown(re.sub(r"\s+", " ", text).strip())
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 

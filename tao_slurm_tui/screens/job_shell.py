@@ -23,6 +23,7 @@ from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.job_shell import LocalTerminal
+from tao_slurm_tui.widgets.plain import plain_line
 
 
 class NodePickerModal(ModalScreen[str | None]):
@@ -42,8 +43,14 @@ class NodePickerModal(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """The question and the nodes."""
         with Vertical(id="dialog"):
-            yield Label(f"A shell in {self.target.job_id} on which node?", id="title")
-            yield OptionList(*(Option(node, id=node) for node in self.target.nodes), id="nodes")
+            yield Label(
+                plain_line(f"A shell in {self.target.job_id} on which node?"),
+                id="title",
+                markup=False,
+            )
+            yield OptionList(
+                *(Option(plain_line(node), id=node) for node in self.target.nodes), id="nodes"
+            )
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """Open it on the chosen node."""

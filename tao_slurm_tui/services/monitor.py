@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -62,6 +63,7 @@ from tao_slurm_tui.core.tick_reads import (
     STATUS_TAIL_LIVE,
     FinishedReads,
     finished_reads_command,
+    marker,
     parse_finished_reads,
     parse_sections,
     split_tail_v,
@@ -242,13 +244,18 @@ class Monitor:
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
+        # A nonce per command frames what the job's files hold (tick_reads): their lines can
+        # neither open another job's part nor pass for queue rows.
+        nonce = secrets.token_hex(8)
         command = queue_command()
-        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
+        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE, nonce)
         if extra:
             command = f"{command}; {extra}"
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
-        output = parse_poll_output(first.stdout, wanted=set(ids.values()))
+        # The queue's part ends where the files' part begins (its marker carries the nonce).
+        queue_text = first.stdout.partition(f"\n{marker(nonce)}status\n")[0]
+        output = parse_poll_output(queue_text, wanted=set(ids.values()))
         if not output.complete:
             raise RemoteError(
                 "The poll command's output was cut short "
@@ -261,8 +268,8 @@ class Monitor:
         # Lines that are no job rows (a banner on stdout, a wrapper): the rows they hid are unknown.
         result.warning = result.warning or output.error
         output.sacct_rows = self.accounting.rows_for(ids.values())
-        sections = parse_sections(first.stdout)
-        live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
+        sections = parse_sections(first.stdout, nonce)
+        live_status = split_tail_v(sections.get(("status", ""), []), status_paths, nonce)
         return _Poll(ids, output, live_status)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
@@ -338,11 +345,12 @@ class Monitor:
         reads = FinishedReads()
         for w in pending:
             w.add_reads(reads, self.profile.results_root)
+        nonce = secrets.token_hex(8)
         result = await self.conn.run_framed(
-            finished_reads_command(reads), timeout=self.profile.command_timeout
+            finished_reads_command(reads, nonce), timeout=self.profile.command_timeout
         )
         try:
-            answers = parse_finished_reads(result.stdout, reads)
+            answers = parse_finished_reads(result.stdout, reads, nonce)
         except ValueError:
             raise RemoteError(
                 "Reading the logs of finished jobs was cut short; the next tick retries."

@@ -15,8 +15,10 @@ from textual.message import Message
 
 from tao_slurm_tui.core.gpu_usage import GpuReading, GpuReport, idle_words
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
+from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.widgets.live_pane import LivePane
+from tao_slurm_tui.widgets.plain import plain
 
 BAR = 10
 """Width of a utilisation bar (characters)."""
@@ -42,7 +44,7 @@ def _gib(mib: int | None) -> str:
 def _row(gpu: GpuReading) -> tuple[str, ...]:
     util = "n/a" if gpu.utilization is None else f"{gpu.utilization} %"
     memory = f"{_gib(gpu.memory_used)}/{_gib(gpu.memory_total)} GiB"
-    return (f"{gpu.node}:{gpu.index}", _bar(gpu.utilization), util.rjust(5), memory)
+    return (shown(f"{gpu.node}:{gpu.index}"), _bar(gpu.utilization), util.rjust(5), memory)
 
 
 def flag_idle(idle: dict[str, float], report: GpuReport) -> dict[str, float]:
@@ -56,12 +58,13 @@ def flag_idle(idle: dict[str, float], report: GpuReport) -> dict[str, float]:
 def render_gpus(report: GpuReport, every: float) -> Text:
     """The report as text: the model, one line per GPU (bar, percent, memory), the idle run.
 
-    One ``Text`` (columns padded here): the pane sizes itself to it beside the details.
+    One ``Text`` (columns padded here): the pane sizes itself to it beside the details. Node
+    and model names and nvidia-smi's complaints come from the cluster: shown as data.
     """
     sample = report.sample
     text = Text()
     text.append("GPUs  ", style="bold")
-    models = sorted({gpu.name for gpu in sample.gpus})
+    models = sorted({shown(gpu.name) for gpu in sample.gpus})
     if models:
         text.append(f"{len(sample.gpus)}x {', '.join(models)} · ")
     text.append(f"every {every:g} s")
@@ -76,7 +79,7 @@ def render_gpus(report: GpuReport, every: float) -> Text:
         mean = f", {sum(known) / len(known):.0f} % on average" if known else ""
         text.append(f"\n… {len(rest)} more GPUs{mean}")
     if sample.problem:
-        text.append(f"\nNo GPU figures: {sample.problem}.", style="italic")
+        text.append(f"\nNo GPU figures: {shown_text(sample.problem)}.", style="italic")
     if report.idle_seconds is not None:
         words = f"Every GPU idle (under 5 %) for {idle_words(report.idle_seconds)}"
         if report.idle_limit is not None:
@@ -140,7 +143,7 @@ class GpuPane(LivePane):
             report = await self.fetch(job_id)
         except TaoError as error:
             if job_id == self.asked_for:
-                self.update(Text(f"GPUs  not read: {error}", style="italic", overflow="fold"))
+                self.update(plain(f"GPUs  not read: {error}", style="italic", overflow="fold"))
             return
         if job_id == self.asked_for:
             self.report = report

@@ -34,10 +34,12 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotEx
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
+from tao_slurm_tui.core.shown import Shown, shown
 from tao_slurm_tui.core.slurm import explain_reason
 from tao_slurm_tui.core.slurm_text import parse_duration
 from tao_slurm_tui.core.start_estimate import short_time
 from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_label, row_order
+from tao_slurm_tui.widgets.plain import plain_line
 
 SLURM_STATES = (
     "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED",
@@ -123,25 +125,28 @@ def _elapsed_of_limit(elapsed: str, limit: str, pending: bool) -> str:
     return f"{'-' if pending or not elapsed else elapsed}/{compact_limit(limit)}"
 
 
-def job_plain_cells(job: JobRecord, note: str = "") -> dict[str, str]:
-    """The text of every column for ``job`` (no styling); ``note`` goes in the reason column
-    of a job that is not pending (its GPUs sit idle)."""
+def job_plain_cells(job: JobRecord, note: str = "") -> dict[str, Shown]:
+    """The text of every column for ``job`` (no styling), one line each: what SLURM said
+    (state, partition, times, reason) is data, its control characters spelled out; ``note``
+    goes in the reason column of a job that is not pending (its GPUs sit idle)."""
     latest = job.latest
     elapsed = latest.elapsed if latest else ""
     limit = latest.time_limit if latest else ""
     pending = job.status is TaoStatus.PENDING
     return {
-        "id": row_label(job),
-        "status": str(job.status),
-        "state": job.slurm_state,
-        "slurm_id": job.slurm_job_id,
-        "partition": (latest.partition if latest else "") or str(job.spec.get("partition", "")),
-        "shape": _shape(job),
-        "time": _elapsed_of_limit(elapsed, limit, pending),
-        "reason": reason_in_words(job.reason) if pending else note,
-        "start": short_time(latest.est_start) if latest and pending else "",
-        "retries": str(job.retries) if job.retries else "",
-        "progress": progress_bar(job),
+        "id": shown(row_label(job)),
+        "status": shown(job.status),
+        "state": shown(job.slurm_state),
+        "slurm_id": shown(job.slurm_job_id),
+        "partition": shown(
+            (latest.partition if latest else "") or str(job.spec.get("partition", ""))
+        ),
+        "shape": shown(_shape(job)),
+        "time": shown(_elapsed_of_limit(elapsed, limit, pending)),
+        "reason": shown(reason_in_words(job.reason) if pending else note),
+        "start": shown(short_time(latest.est_start) if latest and pending else ""),
+        "retries": shown(job.retries or ""),
+        "progress": shown(progress_bar(job)),
     }
 
 
@@ -190,14 +195,14 @@ class Cell:
 
     __slots__ = ("plain", "row", "style")
 
-    def __init__(self, plain: str, style: Style | str = "", row: str = "") -> None:
+    def __init__(self, plain: Shown, style: Style | str = "", row: str = "") -> None:
         self.plain = plain
         self.style = style
         self.row = row
         """The row's key (set on the Job column's cell: what the sort orders by)."""
 
     def __rich__(self) -> Text:
-        return Text(self.plain, style=self.style, no_wrap=True, end="")
+        return Text(shown(self.plain), style=self.style, no_wrap=True, end="")
 
     def __str__(self) -> str:
         return self.plain
@@ -310,7 +315,7 @@ class JobTable(DataTable[Cell]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.jobs: dict[str, JobRecord] = {}
         """Jobs shown now, by id."""
-        self._shown: dict[str, dict[str, str]] = {}
+        self._shown: dict[str, dict[str, Shown]] = {}
         """Plain text of every shown cell by job id: what a tick is compared against (cheap)."""
         self._styles: dict[str, Style] = {}
         """Component styles looked up this tick (each lookup is a CSS query: not per job)."""
@@ -382,7 +387,7 @@ class JobTable(DataTable[Cell]):
 
     def watch_subtitle(self, subtitle: str) -> None:
         """Show it on the border."""
-        self.border_subtitle = subtitle
+        self.border_subtitle = plain_line(subtitle)  # names the filter typed: not markup
 
     def watch_cursor_job(self, row_key: str | None) -> None:
         """Tell the parent which row is under the cursor now."""
@@ -408,7 +413,7 @@ class JobTable(DataTable[Cell]):
         header = self.header_height if self.show_header else 0
         self.virtual_size = Size(width, self.row_count + header)
 
-    def _grow(self, plain: dict[str, str]) -> bool:
+    def _grow(self, plain: dict[str, Shown]) -> bool:
         """Widen the columns a row does not fit in; True if any grew."""
         grew = False
         widths = self._widths
@@ -443,7 +448,7 @@ class JobTable(DataTable[Cell]):
         super().notify_style_update()
         self._styles.clear()
 
-    def _cell(self, job: JobRecord, key: str, value: str) -> Cell:
+    def _cell(self, job: JobRecord, key: str, value: Shown) -> Cell:
         if key == "id":
             style = self._style("pipeline") if isinstance(job, PipelineRow) else ""
             return Cell(value, style, row=job.id)
@@ -498,10 +503,10 @@ class JobTable(DataTable[Cell]):
                 self._noted.discard(job_id)
                 # Compare plain strings; make cells only for the ones that changed.
                 plain = job_plain_cells(job, self.notes.get(job_id, ""))
-                shown = self._shown.get(job_id)
-                if plain != shown:
+                drawn = self._shown.get(job_id)
+                if plain != drawn:
                     grew = self._grow(plain) or grew
-                if shown is None:
+                if drawn is None:
                     cells = [self._cell(job, key, plain[key]) for key, _ in COLUMNS]
                     self.add_row(*cells, key=job_id)
                     stats.added += 1
@@ -511,7 +516,7 @@ class JobTable(DataTable[Cell]):
                     if sort_value(old, self.sort_column) != sort_value(job, self.sort_column):
                         order_changed = True
                     for key, value in plain.items():
-                        if shown.get(key) != value:
+                        if drawn.get(key) != value:
                             self.update_cell(job_id, key, self._cell(job, key, value))
                             stats.updated_cells += 1
                 self.jobs[job_id] = job
@@ -569,7 +574,7 @@ class JobTable(DataTable[Cell]):
             if column is None:
                 continue
             arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
-            column.label = Text(label + arrow)
+            column.label = plain_line(label + arrow)
             if cell_len(label + arrow) > self._widths[key]:  # the arrow is never cut off
                 self._widths[key] = cell_len(label + arrow)
                 grew = True

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Static
 
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.widgets.job_detail import DetailView
+from tao_slurm_tui.widgets.plain import plain
 
 
 def seen(widget: Widget) -> bool:
@@ -94,7 +94,7 @@ class LivePane(Static):
         self.asked_for = job_id
         if job_id is not None:
             if not again:
-                self.update(Text(self.waiting_text(), style="dim"))
+                self.update(plain(self.waiting_text(), style="dim"))
             self.refresh_now()
 
     def refresh_now(self) -> None:

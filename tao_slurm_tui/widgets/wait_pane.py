@@ -12,10 +12,12 @@ from typing import Any
 from rich.text import Text
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
+from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.core.start_estimate import short_time
 from tao_slurm_tui.core.why_wait import FACTOR_WORDS, FACTORS, WaitReport
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.widgets.live_pane import LivePane
+from tao_slurm_tui.widgets.plain import plain
 
 WaitFetch = Callable[[str], Awaitable[WaitReport]]
 """The back end's ``why_pending``."""
@@ -30,14 +32,14 @@ def render_wait(report: WaitReport) -> Text:
     ``Text``, so the pane sizes itself to it beside the details."""
     text = Text()
     text.append("Why it waits  ", style="bold")
-    text.append(f"sprio and sshare for job {report.slurm_job_id}")
+    text.append(f"sprio and sshare for job {shown(report.slurm_job_id)}")
     if report.advice:
         text.append(f"\nWhat you can do: {report.advice}")
     for row in report.priorities:
         # Spaces end a styled piece rather than start the next: SVG renderers drop the
         # leading spaces of a piece (the README screenshots).
         text.append(f"\nPriority {row.priority} ", style="bold")
-        text.append(f"in {row.partition}")
+        text.append(f"in {shown(row.partition)}")
         rank = report.ranks.get(row.partition)
         if rank is not None:
             text.append(f": {rank[0]} of {rank[1]} pending jobs ranked")
@@ -50,12 +52,12 @@ def render_wait(report: WaitReport) -> Text:
             factors.append(f"nice {row.nice}")
         text.append("\nFactors: " + " · ".join(factors))
     if report.problem:
-        text.append(f"\n{report.problem}", style="italic")
+        text.append(f"\n{shown_text(report.problem)}", style="italic")
     share = report.fairshare
     if share is not None:
         factor = "?" if share.factor is None else f"{share.factor:.3f}"
         text.append(
-            f"\nYour fair share in {share.account}: {factor} (1 is best); you used "
+            f"\nYour fair share in {shown(share.account)}: {factor} (1 is best); you used "
             f"{_percent(share.usage)} of its recent usage, your share is {_percent(share.share)}."
         )
     if report.est_start:
@@ -96,7 +98,7 @@ class WaitPane(LivePane):
             report = await self.fetch(job_id)
         except TaoError as error:
             if job_id == self.asked_for:
-                self.update(Text(f"Why it waits  not read: {error}", style="italic"))
+                self.update(plain(f"Why it waits  not read: {error}", style="italic"))
             return
         if job_id == self.asked_for:
             self.report = report

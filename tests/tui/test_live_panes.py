@@ -7,12 +7,16 @@ from typing import Any
 
 from rich.text import Text
 
+from tao_slurm_tui.core.gpu_usage import GpuReading, GpuReport, GpuSample
+from tao_slurm_tui.core.shown import UNSAFE
+from tao_slurm_tui.core.why_wait import FairShare, Priority, WaitReport
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster.world import World
-from tao_slurm_tui.widgets.gpu_pane import GpuPane
+from tao_slurm_tui.widgets.gpu_pane import GpuPane, render_gpus
 from tao_slurm_tui.widgets.job_table import JobTable
-from tao_slurm_tui.widgets.wait_pane import WaitPane
+from tao_slurm_tui.widgets.wait_pane import WaitPane, render_wait
+from tests.hostile import BIDI, C1, FORGE_LINE, OSC0, OSC52
 from tests.tui.conftest import SIZE, build_app, polls
 from tests.tui.test_snapshots import size
 from tests.tui.waits import settle, shown, wait_for
@@ -176,3 +180,26 @@ def test_snapshot_why_a_pending_job_waits(
         await settle(pilot)
 
     assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
+
+
+def test_the_panes_show_the_clusters_words_as_data() -> None:
+    """Model, node, partition and account names, and SLURM's complaints, come from the cluster:
+    their control characters are spelled out, never sent to the terminal."""
+    gpu = GpuReading(f"n1{OSC0}", 0, f"NVIDIA {OSC52}{BIDI}", 50, 1024, 81920)
+    sample = GpuSample("7", 0.0, (gpu,), problem=f"srun: {FORGE_LINE}refused")
+    gpus = render_gpus(GpuReport("a", sample), 15).plain
+    wait = render_wait(
+        WaitReport(
+            "a", "7", "Priority",
+            priorities=(Priority("7", f"polar{OSC0}", 10, {"age": 1}),),
+            ranks={f"polar{OSC0}": (1, 2)},
+            problem=f"odd {C1}",
+            fairshare=FairShare(f"tao{OSC52}", 0.5, 0.1, 0.2),
+        )
+    ).plain  # fmt: skip
+    for text in (gpus, wait):
+        assert UNSAFE.search(text.replace("\n", "")) is None, text
+    assert "n1\\x1b]0;pwned-title\\x07:0" in gpus and "NVIDIA \\x1b]52;c;" in gpus
+    assert "srun: \\x1b[1A\\x1b[2Krefused" in gpus
+    assert "in polar\\x1b]0;pwned-title\\x07: 1 of 2" in wait and "odd \\x9b1A" in wait
+    assert "fair share in tao\\x1b]52;c;" in wait

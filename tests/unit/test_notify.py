@@ -28,10 +28,11 @@ EVIL = "dino\x1b]0;pwned\x07\x1b\\\x9d2;x\x9c\r\nrm -rf ~\x7f"
 """A job message as a hostile cluster could send it: OSC and ST (7- and 8-bit), BEL, CR LF."""
 
 
-def test_plain_text_removes_every_control_character() -> None:
+def test_plain_text_spells_out_every_control_character() -> None:
     text = plain_text(EVIL)
     assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
-    assert text == "dino ]0;pwned \\ 2;x rm -rf ~"
+    assert text == r"dino\x1b]0;pwned\x07\x1b\\x9d2;x\x9c rm -rf ~\x7f"
+    assert plain_text("a\u202eb\t c") == r"a\u202eb c"  # bidi spelled out, blanks one space
     assert plain_text("x" * 300).endswith("…") and len(plain_text("x" * 300)) == 240
 
 
@@ -149,7 +150,7 @@ def test_only_the_events_the_settings_ask_for_are_sent() -> None:
     ]
     assert notifier.send(events) == 2
     assert sent[0] == f"{ESC}]9;Job started: a started on n1.\x07"
-    assert sent[1].startswith(f"{ESC}]9;Job failed: d failed: dino ]0;pwned")
+    assert sent[1].startswith(f"{ESC}]9;Job failed: d failed: dino\\x1b]0;pwned")
     assert sent[1].count(ESC) == 1
 
 
