@@ -49,7 +49,9 @@ class NodePickerModal(ModalScreen[str | None]):
                 markup=False,
             )
             yield OptionList(
-                *(Option(plain_line(node), id=node) for node in self.target.nodes), id="nodes"
+                *(Option(plain_line(node), id=node) for node in self.target.nodes),
+                id="nodes",
+                markup=False,
             )
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
