@@ -63,8 +63,10 @@ class NodePickerModal(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def start_job_shell(screen: Screen[Any], ctx: UiContext, job: JobRecord) -> None:
-    """Open a shell in ``job`` (see the module docstring)."""
+def start_job_shell(screen: Screen[Any], ctx: UiContext, job: JobRecord | None) -> None:
+    """Open a shell in ``job`` (see the module docstring; None: no job selected, nothing)."""
+    if job is None:
+        return
     try:
         target = ctx.backend.shell_target(job.id)
     except TaoError as error:

@@ -197,9 +197,8 @@ class QueueScreen(Screen[None]):
                     self.ctx.settings.gpu_refresh,
                     id="gpus",
                 ).data_bind(view=QueueScreen.detail_view)
-                yield WaitPane(
-                    lambda job_id: self.ctx.backend.why_pending(job_id), id="wait"
-                ).data_bind(view=QueueScreen.detail_view)
+                wait = WaitPane(lambda job_id: self.ctx.backend.why_pending(job_id), id="wait")
+                yield wait.data_bind(view=QueueScreen.detail_view)
             yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
         yield AppFooter()
 
@@ -269,14 +268,13 @@ class QueueScreen(Screen[None]):
         """'GPUs idle 42 min' on each job flagged idle."""
         return {job_id: f"GPUs idle {idle_words(s)}" for job_id, s in self.idle_gpus.items()}
 
-    @on(GpuPane.Sampled)
-    def _gpus_sampled(self, event: GpuPane.Sampled) -> None:
+    def on_gpu_pane_sampled(self, event: GpuPane.Sampled) -> None:
+        """New figures of a job's GPUs: flag it idle or take its flag down."""
         self.idle_gpus = flag_idle(self.idle_gpus, event.report)
 
     @work(exclusive=True, group="idle-gpus", exit_on_error=False)
     async def check_idle_gpus(self) -> None:
-        """Flag the running jobs whose GPUs sit idle (a sweep over them when one is due; a
-        failure keeps the flags: the next poll tries again)."""
+        """Flag running jobs whose GPUs sit idle (a sweep when due; a failure keeps the flags)."""
         with contextlib.suppress(TaoError):
             self.idle_gpus = await self.ctx.backend.idle_gpu_jobs()
 
@@ -487,7 +485,9 @@ class QueueScreen(Screen[None]):
         )
 
     def action_refresh(self) -> None:
-        """Poll now (a failure does not lengthen the back-off)."""
+        """Poll now (a failure does not lengthen the back-off); after a declined or refused
+        one-time code, this is what asks for one again."""
+        self.ctx.backend.ask_again()
         self.poll(manual=True)
 
     def action_copy_id(self) -> None:
@@ -510,8 +510,7 @@ class QueueScreen(Screen[None]):
 
     def action_shell(self) -> None:
         """A shell inside the selected running job, on its node (in its Pyxis container)."""
-        if (job := self._selected()) is not None:
-            start_job_shell(self, self.ctx, job)
+        start_job_shell(self, self.ctx, self._selected())
 
     def action_clone(self) -> None:
         """Open the composer with a copy of the selected job's spec under a new name.
