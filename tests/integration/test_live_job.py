@@ -216,6 +216,24 @@ def _config(tmp_path: Path, profile: Profile) -> str:
     return str(path)
 
 
+def _ssh_sessions(terminal: Terminal, port: int) -> int:
+    """TCP connections to the login's ``port`` held by the program in ``terminal`` (its
+    process tree): 0 when it runs over the dashboard's shared connection."""
+    pids, inodes = [terminal.pane_pid()], set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            pids.extend(int(child) for child in children)
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    inodes.add(os.readlink(fd))
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    return sum(
+        1 for row in rows if row[2].endswith(f":{port:04X}") and f"socket:[{row[9]}]" in inodes
+    )
+
+
 async def _running_with_marker(ph: Harness, marker: str, token: str) -> JobRecord:
     name = unique("shell")
     command = f"echo {token} > /tmp/{marker}; echo marker-written; sleep 900"
@@ -263,6 +281,10 @@ async def test_the_shell_lands_inside_the_running_pyxis_jobs_container(
     # terminal type and size reach the shell.
     cli = _terminal(terminals, tmp_path, ["--config", config, "shell", job.id])
     cli.wait_for(f"inside the container of job {job.slurm_job_id} on {node}")
+    # No login of its own: the shell's channel runs on the dashboard's connection (at a site
+    # that asks a one-time code, none is asked for the shell).
+    port = sandbox.info()["ssh"]["port"]
+    assert _ssh_sessions(tui, port) >= 1 and _ssh_sessions(cli, port) == 0
     cli.text(f"cat /tmp/{marker}; echo job=$SLURM_JOB_ID; echo size=$(stty size) term=$TERM")
     cli.keys("Enter")
     screen = cli.wait_for(f"job={job.slurm_job_id}")

@@ -80,6 +80,10 @@ class Terminal:
         """Resize the terminal (the program gets SIGWINCH)."""
         self._tmux("resize-window", "-t", "app", "-x", str(columns), "-y", str(rows))
 
+    def pane_pid(self) -> int:
+        """The process the pane runs (the program is among its descendants)."""
+        return int(self._tmux("list-panes", "-t", "app", "-F", "#{pane_pid}").split()[0])
+
     def record_output(self, path: Path) -> None:
         """Append every byte the app writes to its terminal to ``path`` from now on, escape
         sequences included (tmux's ``pipe-pane``: what the terminal was sent, before tmux
