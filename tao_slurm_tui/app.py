@@ -26,6 +26,7 @@ from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
 from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
 from tao_slurm_tui.screens.error import ErrorModal
+from tao_slurm_tui.screens.job_shell import start_job_shell
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.login_prompts import LoginPrompt
@@ -52,6 +53,7 @@ STYLESHEETS = (
     "help",
     "capacity",
     "history",
+    "runs",
 )
 """One .tcss per screen (every rule prefixed by the screen's class)."""
 
@@ -359,7 +361,7 @@ class TaoSlurmApp(App[None]):
         home = self.home
         if home is not None:
             home.pop_until_active()
-            self.call_later(home.action_shell)
+            self.call_later(lambda: start_job_shell(home, self.ctx, home.table.cursor_job_id))
 
     def switch_profile(self, name: str, backend: Backend | None = None) -> None:
         """Use another profile: its back end (``backend`` if one is already open, else a new

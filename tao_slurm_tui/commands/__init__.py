@@ -18,5 +18,6 @@ VERBS: dict[str, str] = {
     "capacity": "capacity",
     "history": "history",
     "tao": "tao",
+    "compare": "compare",
     "shell": "shell",
 }

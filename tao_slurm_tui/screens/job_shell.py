@@ -19,7 +19,6 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from tao_slurm_tui.core.job_shell import ShellTarget
-from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.job_shell import LocalTerminal
@@ -63,12 +62,13 @@ class NodePickerModal(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def start_job_shell(screen: Screen[Any], ctx: UiContext, job: JobRecord | None) -> None:
-    """Open a shell in ``job`` (see the module docstring; None: no job selected, nothing)."""
-    if job is None:
+def start_job_shell(screen: Screen[Any], ctx: UiContext, job_id: str | None) -> None:
+    """Open a shell in the job ``job_id`` (see the module docstring; None: none selected)."""
+    if job_id is None:
+        screen.notify("Select a job first.", severity="warning")
         return
     try:
-        target = ctx.backend.shell_target(job.id)
+        target = ctx.backend.shell_target(job_id)
     except TaoError as error:
         screen.notify(str(error), severity="warning")
         return
@@ -76,7 +76,7 @@ def start_job_shell(screen: Screen[Any], ctx: UiContext, job: JobRecord | None) 
     def chosen(node: str | None) -> None:
         if node is not None:
             screen.run_worker(
-                _run_shell(screen, ctx, ctx.backend.shell_target(job.id, node)),
+                _run_shell(screen, ctx, ctx.backend.shell_target(job_id, node)),
                 group="shell",
                 exclusive=True,
                 exit_on_error=False,

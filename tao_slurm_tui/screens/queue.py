@@ -12,12 +12,11 @@ Nothing calls a redraw: setting the state is enough.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.notifications import Notification, Notify
 from textual.reactive import var
@@ -26,26 +25,27 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Input
 
 from tao_slurm_tui.core.accounting import Usage
-from tao_slurm_tui.core.gpu_usage import idle_words
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.screens.compare import CompareScreen
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
-from tao_slurm_tui.screens.job_shell import start_job_shell
+from tao_slurm_tui.screens.job_view import JobViewScreen
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
+from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
-from tao_slurm_tui.widgets.gpu_pane import GpuPane, flag_idle
 from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
+from tao_slurm_tui.widgets.live_column import LiveColumn
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
-from tao_slurm_tui.widgets.wait_pane import WaitPane
+from tao_slurm_tui.widgets.runs_panel import RunsPanel
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -55,6 +55,7 @@ _SEVERITY = {
     "failed": "error",
     "canceled": "warning",
     "retried": "warning",
+    "stalled": "warning",
     "started": "information",
     "walltime": "warning",
 }
@@ -85,7 +86,7 @@ class QueueScreen(Screen[None]):
         Binding("slash", "filter", "Filter", id="queue.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="queue.clear_filter"),
         Binding("l", "logs", "Logs", id="queue.logs"),
-        Binding("exclamation_mark", "shell", "Shell in job", show=False, id="queue.shell"),
+        Binding("exclamation_mark", "app.shell", "Shell in job", show=False, id="queue.shell"),
         Binding("c", "cancel_job", "Cancel", id="queue.cancel"),
         Binding(
             "space", "toggle_pipeline", "Expand/collapse", show=False, id="queue.toggle_pipeline"
@@ -95,6 +96,9 @@ class QueueScreen(Screen[None]):
         Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
         Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
         Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
+        Binding("o", "job_view", "Curves", show=False, id="queue.job_view"),
+        Binding("t", "tensorboard", "TensorBoard", show=False, id="queue.tensorboard"),
+        Binding("v", "compare", "Compare", show=False, id="queue.compare"),
         Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
     ]
 
@@ -116,6 +120,10 @@ class QueueScreen(Screen[None]):
         def control(self) -> QueueScreen:
             """The queue that polled."""
             return self.screen
+
+    # The app's breakpoints, and one more: from 150 columns a training's curves fit beside
+    # the job's details without squeezing its attempts table.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (150, "-very-wide")]
 
     table = getters.query_one("#jobs", JobTable)
     detail = getters.query_one("#detail", JobDetail)
@@ -153,10 +161,6 @@ class QueueScreen(Screen[None]):
     """Counts, sort and finished shown or not (computed; bound to the table's border)."""
     detail_view: var[DetailView] = var(DetailView(), init=False)
     """The detail pane's content (computed; bound to the pane)."""
-    idle_gpus: var[dict[str, float]] = var(dict, init=False)
-    """Running jobs whose GPUs sat idle at least the settings' limit: seconds idle by id."""
-    notes: var[dict[str, str]] = var(dict, init=False)
-    """The word on each flagged job in the table (computed; bound to the table)."""
 
     def __init__(self, ctx: UiContext) -> None:
         """Create the screen.
@@ -188,18 +192,14 @@ class QueueScreen(Screen[None]):
         yield Input(placeholder="filter: words matching any column", id="filter", compact=True)
         yield PollNotice(id="poll-notice").data_bind(text=QueueScreen.notice)
         yield JobTable(id="jobs").data_bind(
-            job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle, notes=QueueScreen.notes
+            job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle
         )
-        with VerticalScroll(id="detail-box"), Horizontal(id="detail-columns"):
-            with Vertical(id="live"):
-                yield GpuPane(
-                    lambda job_id: self.ctx.backend.gpu_report(job_id),
-                    self.ctx.settings.gpu_refresh,
-                    id="gpus",
-                ).data_bind(view=QueueScreen.detail_view)
-                wait = WaitPane(lambda job_id: self.ctx.backend.why_pending(job_id), id="wait")
-                yield wait.data_bind(view=QueueScreen.detail_view)
+        with VerticalScroll(id="detail-box"), Horizontal(id="detail-row"):
+            live = LiveColumn(lambda: self.ctx.backend, self.ctx.settings.gpu_refresh, id="live")
+            yield live.data_bind(view=QueueScreen.detail_view)
             yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
+            # A TAO training's runs, forecast and KPI curves: beside the details when wide.
+            yield RunsPanel(self.ctx.backend, id="runs").data_bind(view=QueueScreen.detail_view)
         yield AppFooter()
 
     def on_mount(self) -> None:
@@ -263,20 +263,6 @@ class QueueScreen(Screen[None]):
             job = fetched
         pipeline = self.pipelines.get(job.pipeline_id) if job.pipeline_id else None
         return DetailView(job, self.usage.get(job.id), pipeline)
-
-    def compute_notes(self) -> dict[str, str]:
-        """'GPUs idle 42 min' on each job flagged idle."""
-        return {job_id: f"GPUs idle {idle_words(s)}" for job_id, s in self.idle_gpus.items()}
-
-    def on_gpu_pane_sampled(self, event: GpuPane.Sampled) -> None:
-        """New figures of a job's GPUs: flag it idle or take its flag down."""
-        self.idle_gpus = flag_idle(self.idle_gpus, event.report)
-
-    @work(exclusive=True, group="idle-gpus", exit_on_error=False)
-    async def check_idle_gpus(self) -> None:
-        """Flag running jobs whose GPUs sit idle (a sweep when due; a failure keeps the flags)."""
-        with contextlib.suppress(TaoError):
-            self.idle_gpus = await self.ctx.backend.idle_gpu_jobs()
 
     def watch_detail_view(self, old: DetailView, new: DetailView) -> None:
         """Another job in the pane: fetch its full history (and what it used, if finished)."""
@@ -363,7 +349,7 @@ class QueueScreen(Screen[None]):
             self._take(jobs)
             self._take_warning()
             self.post_message(self.Refreshed(self, self.ctx.backend.last_poll))
-            self.check_idle_gpus()
+            self.query_one(LiveColumn).check_idle_gpus()
             # The screen is up to date; if the poll asked sacct in the background (jobs that
             # ended), poll again as soon as its answer is in rather than a whole interval later.
             # (Once: the interval and the back-off stay as they are.)
@@ -502,15 +488,29 @@ class QueueScreen(Screen[None]):
         box = self.query_one("#detail-box")
         box.display = not box.display
 
+    def action_job_view(self) -> None:
+        """Open the selected training's runs and KPI curves at full size."""
+        job = self._selected()
+        if job is not None:
+            self.app.push_screen(JobViewScreen(self.ctx, job.id))
+
+    def action_tensorboard(self) -> None:
+        """Start (or stop) TensorBoard for the selected running training."""
+        job = self._selected()
+        if job is not None:
+            toggle_tensorboard(self, self.ctx.backend, job)
+
+    def action_compare(self) -> None:
+        """Compare TAO trainings side by side (the selected one picked first)."""
+        job = self._row_job(self.table.cursor_job_id)
+        jobs = sorted(self.all_jobs.values(), key=lambda j: -j.created_at)
+        self.app.push_screen(CompareScreen(self.ctx, jobs, [job.id] if job else []))
+
     def action_logs(self) -> None:
         """Open the selected job's logs."""
         job = self._selected()
         if job is not None:
             self.app.push_screen(LogsScreen(self.ctx, job.id))
-
-    def action_shell(self) -> None:
-        """A shell inside the selected running job, on its node (in its Pyxis container)."""
-        start_job_shell(self, self.ctx, self._selected())
 
     def action_clone(self) -> None:
         """Open the composer with a copy of the selected job's spec under a new name.

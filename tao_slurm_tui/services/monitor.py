@@ -66,7 +66,7 @@ from tao_slurm_tui.core.tick_reads import (
     marker,
     parse_finished_reads,
     parse_sections,
-    split_tail_v,
+    split_status_tails,
     status_tail_command,
 )
 from tao_slurm_tui.errors import TaoError
@@ -77,6 +77,7 @@ from tao_slurm_tui.services.job_cache import JobCache
 from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
 from tao_slurm_tui.services.pipeline_follow import PipelineFollower
+from tao_slurm_tui.services.run_follow import RunFollower
 from tao_slurm_tui.services.store import JobStore
 
 __all__ = ["MIN_INTERVAL", "Monitor", "TickResult"]
@@ -125,6 +126,8 @@ class _Poll:
     output: PollOutput
     live_status: dict[str, str]
     """Job id → the tail of its status.json (jobs last seen running)."""
+    stdout: str = ""
+    """The whole answer (the trainings' run reads are parsed from it after the merge)."""
 
 
 class Monitor:
@@ -185,6 +188,8 @@ class Monitor:
         self.pipelines = PipelineFollower(
             conn, store, profile_name, canceller=self.canceller, timeout=self._timeout
         )
+        self.runs = RunFollower(store, profile_name, lambda: self.profile.results_root, clock)
+        """TAO trainings across slices: runs, resume verdicts, KPI series."""
         self._tick_lock = asyncio.Lock()
 
     def _timeout(self) -> float:
@@ -212,6 +217,7 @@ class Monitor:
             return result
         poll = await self._poll(jobs, result)
         work = self._merge(jobs, poll)
+        self.runs.take(poll.stdout, work)
         result.accounting = self.accounting.send()
         result.warning = result.warning or self.accounting.warning
         pending = [w for w in work.values() if w.pending]
@@ -239,8 +245,8 @@ class Monitor:
     async def _poll(self, jobs: Sequence[JobRecord], result: TickResult) -> _Poll:
         """The one round trip: the queue, and the status.json of the jobs last seen running."""
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
-        status_paths = {
-            j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).status_json
+        results_dirs = {
+            j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).results_dir
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
@@ -248,13 +254,15 @@ class Monitor:
         # neither open another job's part nor pass for queue rows.
         nonce = secrets.token_hex(8)
         command = queue_command()
-        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE, nonce)
-        if extra:
-            command = f"{command}; {extra}"
+        extra = status_tail_command(results_dirs, STATUS_TAIL_LIVE, nonce)
+        runs = self.runs.command(jobs, nonce)  # the trainings' new status.json bytes, same trip
+        for part in (extra, runs):
+            if part:
+                command = f"{command}; {part}"
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
-        # The queue's part ends where the files' part begins (its marker carries the nonce).
-        queue_text = first.stdout.partition(f"\n{marker(nonce)}status\n")[0]
+        # The queue's part ends where the files' parts begin (their markers carry the nonce).
+        queue_text = first.stdout.partition(f"\n{marker(nonce)}")[0]
         output = parse_poll_output(queue_text, wanted=set(ids.values()))
         if not output.complete:
             raise RemoteError(
@@ -269,8 +277,8 @@ class Monitor:
         result.warning = result.warning or output.error
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout, nonce)
-        live_status = split_tail_v(sections.get(("status", ""), []), status_paths, nonce)
-        return _Poll(ids, output, live_status)
+        live_status = split_status_tails(sections.get(("status", ""), []), results_dirs, nonce)
+        return _Poll(ids, output, live_status, first.stdout)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
         """Merge what the poll says into a copy of each job that something new is known about;
@@ -382,7 +390,10 @@ class Monitor:
         )
         if not decision.retry:
             job.status = TaoStatus.ERROR
-            job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
+            # TAO's own words (status.json's FAILURE, Hydra's refusal of the spec) say more.
+            job.message = w.tao_failure() or (
+                decision.reason + (f" ({decision.line})" if decision.line else "")
+            )
             return
         if self.resubmit is None:
             job.status = TaoStatus.ERROR

@@ -101,6 +101,15 @@ class World:
                 "from tao_slurm_tui.services.fakecluster.tools import main\n"
                 f"main({name!r})\n",
             )
+        # TensorBoard on the nodes: a server, so not a tool under the state's lock.
+        tensorboard = self.path / "nodebin" / "tensorboard"
+        if not (missing_only and tensorboard.exists()):
+            self._script(
+                tensorboard,
+                f"#!{sys.executable} -IS\nimport sys\nsys.path.insert(0, {_PACKAGE_PARENT!r})\n"
+                "from tao_slurm_tui.services.fakecluster.tensorboard_tool import main\n"
+                "sys.exit(main(sys.argv[1:]))\n",
+            )
 
     @staticmethod
     def _script(path: Path, text: str) -> None:
