@@ -26,10 +26,8 @@ from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.compare import Comparison, column, compare
-from tao_slurm_tui.core.gpu_usage import GpuReport
 from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.job_runs import JobRuns
-from tao_slurm_tui.core.job_shell import ShellTarget, shell_target
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -48,7 +46,6 @@ from tao_slurm_tui.core.spec import (
 from tao_slurm_tui.core.spec.slice_rule import similar_runs
 from tao_slurm_tui.core.spec.tao_stage import TaoContext, uses_tao
 from tao_slurm_tui.core.start_estimate import StartEstimate
-from tao_slurm_tui.core.why_wait import WaitReport
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import ConnectionState, RemoteError
@@ -57,9 +54,8 @@ from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.capacity_cache import CapacityCache
-from tao_slurm_tui.services.gpus import GpuWatch
 from tao_slurm_tui.services.history import HistoryService
-from tao_slurm_tui.services.job_shell import LocalTerminal, open_shell
+from tao_slurm_tui.services.live_jobs import LiveJobs
 from tao_slurm_tui.services.login_prompts import Prompter
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
@@ -69,13 +65,12 @@ from tao_slurm_tui.services.run_follow import training_dir
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
 from tao_slurm_tui.services.tensorboard import TensorBoards
-from tao_slurm_tui.services.why_wait import why_waiting
 
 if TYPE_CHECKING:  # opened on first use: the CLI's start never loads the TAO modules
     from tao_slurm_tui.services.tao import TaoCatalogue
 
 
-class ClusterBackend:
+class ClusterBackend(LiveJobs):
     """Everything the fronts ask of one cluster profile, done by the real services."""
 
     def __init__(
@@ -361,38 +356,6 @@ class ClusterBackend:
             self.tensorboards.sessions.get(job_id) if "tensorboards" in self.__dict__ else None
         )
         return session.url if session is not None else None
-
-    # ------------------------------------------------------------------ GPUs
-
-    @cached_property
-    def gpus(self) -> GpuWatch:
-        """GPU samples of the running jobs over the one connection."""
-        return GpuWatch(self.conn, self.clock, lambda: self.config.settings.gpu_idle_minutes)
-
-    async def gpu_report(self, job_id: str) -> GpuReport:
-        """The job's GPUs now (one round trip)."""
-        return await self.gpus.report_now(self.store.require(self._name, job_id))
-
-    async def idle_gpu_jobs(self) -> dict[str, float]:
-        """Running jobs idle at least the limit (a sweep when due: one round trip)."""
-        # The monitor's copy of the jobs: read from the store only where it changed.
-        return await self.gpus.sweep(self.monitor.jobs.jobs())
-
-    def shell_target(self, job_id: str, node: str | None = None) -> ShellTarget:
-        """Where a shell in the running job opens (its container: the runtime it was planned
-        with; jobs stored before plans, the profile's)."""
-        job = self.store.require(self._name, job_id)
-        runtime = str(job.plan.get("runtime") or self._profile.container_runtime)
-        return shell_target(job, node, runtime)
-
-    async def open_shell(self, target: ShellTarget, terminal: LocalTerminal) -> int:
-        """The shell on ``terminal`` until it exits (a pty over the one connection)."""
-        return await open_shell(self.conn, target, terminal)
-
-    async def why_pending(self, job_id: str) -> WaitReport:
-        """Why the pending job waits (one round trip: sprio, sshare, squeue)."""
-        job = self.store.require(self._name, job_id)
-        return await why_waiting(self.conn, job, self._profile.user, self._profile.account)
 
     # ------------------------------------------------------------------ history
 
