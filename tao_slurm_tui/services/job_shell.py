@@ -19,14 +19,14 @@ import signal
 import termios
 import tty
 from collections.abc import Iterator
-from typing import Any
-
-import asyncssh
+from typing import TYPE_CHECKING, Any
 
 from tao_slurm_tui.core.job_shell import ShellTarget, shell_command
 from tao_slurm_tui.core.quoting import for_login_shell
 from tao_slurm_tui.errors import BadInput
-from tao_slurm_tui.remote.connection import Connection
+
+if TYPE_CHECKING:
+    from tao_slurm_tui.remote.connection import Connection
 
 CHUNK = 65536
 
@@ -117,6 +117,8 @@ async def open_shell(conn: Connection, target: ShellTarget, terminal: LocalTermi
         BadInput: the terminal is not one.
         OperationFailed: the cluster could not be reached or refused the channel.
     """
+    import asyncssh  # on use: the UI that offers a shell starts without it
+
     terminal.check()
     process = await conn.create_process(
         for_login_shell(shell_command(target)),
