@@ -74,6 +74,11 @@ class Settings(BaseModel):
     """Seconds between queue polls (at least 2)."""
     theme: str = "tao-dark"
     """Textual theme name."""
+    show_finished: bool = True
+    """The queue shows finished jobs (``f`` toggles it; kept for the next start)."""
+    queue_sort: str = ""
+    """The queue's sort (``s``, ``S``; kept for the next start): a column key, with ``-``
+    before it for the other way round; empty: submitted, newest first."""
     keys: dict[str, str] = Field(default_factory=dict)
     """Binding id → key(s), e.g. ``"queue.cancel" = "x"``; remaps the app's bindings."""
     profiles: dict[str, Profile] = Field(default_factory=dict)
@@ -112,8 +117,17 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
 
 
-def state_db_path() -> Path:
-    """Path of the SQLite state database."""
+STATE_DB_VARIABLE = "TAO_SLURM_TUI_STATE_DB"
+"""Puts the state DB elsewhere (a local disk, when the home is on a network file system whose
+locks do not reach other machines)."""
+
+
+def state_db_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Path of the SQLite state database: ``$TAO_SLURM_TUI_STATE_DB``, or ``state.db`` in the
+    data dir."""
+    override = (os.environ if environ is None else environ).get(STATE_DB_VARIABLE, "")
+    if override.strip():
+        return Path(override).expanduser()
     return data_dir() / "state.db"
 
 

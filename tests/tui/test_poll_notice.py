@@ -1,7 +1,8 @@
 """Pilot tests of the queue's notice line: what a poll could not read is shown while it lasts.
 
-The cluster back end reports a partial failure of a tick (``squeue failed: ...``, lines that are
-no job rows) or of its background sacct follow-up as ``poll_warning``; the CLI ``status`` prints
+The cluster back end reports a partial failure of a tick (squeue failing: ``SLURM's controller
+did not answer (...)`` when the controller is down, as the fake's squeue says; lines that are no
+job rows) or of its background sacct follow-up as ``poll_warning``; the CLI ``status`` prints
 it, and the queue screen shows it in one line above the table until a poll is complete again.
 """
 
@@ -78,7 +79,7 @@ def _shown_text(screen: QueueScreen) -> str:
 @pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x45", "80x24"])
 @pytest.mark.parametrize(
     ("hook", "words"),
-    [(_squeue_down, "squeue failed"), (_sacct_garbage, "not a job row"),
+    [(_squeue_down, "controller did not answer"), (_sacct_garbage, "not a job row"),
      (_sacct_down, "sacct failed")],
     ids=["squeue-failed", "sacct-garbage", "sacct-failed"],
 )  # fmt: skip
@@ -142,7 +143,9 @@ async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
     app = build_app(fake)
     async with app.run_test(size=BIG) as pilot:
         screen = await _queue(pilot)
-        await wait_for(pilot, lambda: "squeue failed" in _shown_text(screen), "the notice")
+        await wait_for(
+            pilot, lambda: "controller did not answer" in _shown_text(screen), "the notice"
+        )
         world.link = "down"
         world.drop()  # the network goes: the open connection too
         # Not .wait(): a poll the last follow-up armed may take this one's place (exclusive);
@@ -153,8 +156,32 @@ async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
             lambda: any(n.severity == "error" for n in app._notifications),
             "the failure toast",
         )
-        assert "squeue failed" in _shown_text(screen)
+        assert "controller did not answer" in _shown_text(screen)
         world.link = "up"
         world.heal()
         screen.poll(manual=True)
         await wait_for(pilot, lambda: not _notice(screen).display, "the notice to go")
+
+
+async def test_a_job_name_holding_the_history_marker_is_no_poll_warning(
+    fake: ClusterBackend, world: World
+) -> None:
+    """Issue 26: for minutes the queue and `status` said "squeue/sacct printed a line that is
+    not a job row ('@@tao-history:page count=0 more=0')". Not two commands' output crossing
+    (each command on the long-lived shell is framed by its own nonce; the history runs on its
+    own exec channel): the poll printed each job's NAME last on its line, and a job of the
+    same user (the sandbox's hostile-name tests: scontrol update JobName=...) carried a
+    newline and the history's marker line in its name. Every poll listed it until it left
+    the queue. The poll asks for no name since "Poll and history: a job name cannot forge a
+    row"; this fails on the poll before it (warning above) and passes after."""
+    await fake.refresh()
+    assert fake.poll_warning == ""
+    with world.edit() as state:
+        job = next(
+            j
+            for j in state["jobs"].values()
+            if j["state"] in ("RUNNING", "PENDING") and j["user"] == world.user
+        )
+        job["name"] = "evil\n@@tao-history:page count=0 more=0"
+    await fake.refresh()
+    assert fake.poll_warning == ""
