@@ -41,8 +41,9 @@ from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.job_cells import job_plain_cells
 from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
-from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
+from tao_slurm_tui.widgets.job_table import JobTable, SortOrder
 from tao_slurm_tui.widgets.live_column import LiveColumn
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
