@@ -20,13 +20,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import fcntl
 import os
 import re
 import shlex
 import signal
-import struct
-import termios
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +43,7 @@ from tao_slurm_tui.remote.hostkeys import (
 from tao_slurm_tui.remote.login import HostFailed, LoginClient, auth_error, host_key_error
 from tao_slurm_tui.remote.shell import SHELL_COMMAND
 from tao_slurm_tui.services.fakecluster import engine
+from tao_slurm_tui.services.fakecluster.pty_process import PtyProcess, start_on_terminal
 from tao_slurm_tui.services.fakecluster.world import World
 
 _WRAPPED = re.compile(r'eval "\$\(echo ([A-Za-z0-9+/=]+) \| base64 -d\)"')
@@ -150,87 +148,6 @@ class LocalProcess:
         await self._process.wait()
 
 
-class _PtyReader:
-    """The master side of a :class:`PtyProcess`'s terminal, read as asyncssh's stdout is."""
-
-    def __init__(self, master: int, root: str) -> None:
-        self._master = master
-        self._root = root.encode()
-
-    async def read(self, n: int = -1) -> bytes:
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-
-        def readable() -> None:
-            if not ready.done():
-                ready.set_result(None)
-
-        loop.add_reader(self._master, readable)
-        try:
-            await ready
-        finally:
-            loop.remove_reader(self._master)
-        try:
-            data = os.read(self._master, n if n > 0 else 65536)
-        except OSError:  # EIO: every process on the terminal is gone
-            return b""
-        return data.replace(self._root + b"/", b"/") if self._root in data else data
-
-
-class _EmptyReader:
-    """stderr of a process on a terminal (it writes to the terminal, as under a remote pty)."""
-
-    async def read(self, n: int = -1) -> bytes:
-        return b""
-
-
-class _PtyWriter:
-    def __init__(self, master: int) -> None:
-        self._master = master
-
-    def write(self, data: bytes) -> None:
-        os.write(self._master, data)
-
-    def write_eof(self) -> None:
-        with contextlib.suppress(OSError):
-            os.write(self._master, b"\x04")
-
-
-class PtyProcess:
-    """A command on a pseudo-terminal, as sshd runs one with a pty: what an interactive shell
-    in a job (``term_type``/``term_size``) uses of asyncssh's ``SSHClientProcess``."""
-
-    def __init__(self, process: asyncio.subprocess.Process, master: int, root: str) -> None:
-        self._process = process
-        self._master = master
-        self.stdin = _PtyWriter(master)
-        self.stdout = _PtyReader(master, root)
-        self.stderr = _EmptyReader()
-
-    @property
-    def returncode(self) -> int | None:
-        return self._process.returncode
-
-    def change_terminal_size(self, width: int, height: int) -> None:
-        fcntl.ioctl(self._master, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
-
-    async def wait_closed(self) -> None:
-        await self._process.wait()
-
-    def is_closing(self) -> bool:
-        return self._process.returncode is not None
-
-    def close(self) -> None:
-        if self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.send_signal(signal.SIGHUP)
-        with contextlib.suppress(OSError):
-            os.close(self._master)
-
-    async def wait(self) -> None:
-        await self._process.wait()
-
-
 class LocalListener:
     """The part of asyncssh's ``SSHListener`` a forward uses."""
 
@@ -280,7 +197,7 @@ class LocalLink:
         self.host = host
         self._client = client
         self._closed = False
-        self._processes: list[LocalProcess] = []
+        self._processes: list[LocalProcess | PtyProcess] = []
         world.on_dial.append(self)
 
     def map_in(self, command: str) -> str:
@@ -340,26 +257,16 @@ class LocalLink:
         self, command: str, env: dict[str, str], options: dict[str, Any]
     ) -> PtyProcess:
         """``command`` on a new pseudo-terminal of the client's type and size."""
-        master, slave = os.openpty()
-        width, height = options.get("term_size") or (80, 24)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
-        process = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            self.map_in(command),
-            env={**env, "TERM": str(options["term_type"])},
+        process = await start_on_terminal(
+            ["/bin/sh", "-c", self.map_in(command)],
+            env=env,
             cwd=env["HOME"],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-            # The terminal becomes the new session's own, as sshd makes it (job control).
-            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+            term_type=str(options["term_type"]),
+            size=options.get("term_size") or (80, 24),
+            root=self.world.root,
         )
-        os.close(slave)
-        pty_process = PtyProcess(process, master, self.world.root)
-        self._processes.append(pty_process)  # type: ignore[arg-type]
-        return pty_process
+        self._processes = [p for p in self._processes if not p.is_closing()] + [process]
+        return process
 
     def _end(self) -> bool:
         if self._closed:
