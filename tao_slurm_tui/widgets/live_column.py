@@ -16,9 +16,12 @@ from collections.abc import Callable
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.reactive import var
 
 from tao_slurm_tui.core.gpu_usage import idle_words
+from tao_slurm_tui.core.job_runs import is_training
+from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.widgets.gpu_pane import GpuPane, flag_idle
@@ -55,6 +58,16 @@ class LiveColumn(Vertical):
         yield WaitPane(lambda job_id: self.backend().why_pending(job_id), id="wait").data_bind(
             view=LiveColumn.view
         )
+
+    def watch_view(self, view: DetailView) -> None:
+        """Mark the column (and the details box) when a running training's GPUs and its runs
+        panel both show: the queue's style puts the GPUs above the details then, so the
+        details keep their width, and lets the box grow by those rows on a wide screen."""
+        job = view.job
+        both = job is not None and job.status is TaoStatus.RUNNING and is_training(job)
+        self.set_class(both, "-beside-runs")
+        with contextlib.suppress(NoMatches):
+            self.query_ancestor("#detail-box").set_class(both, "-gpus-and-runs")
 
     def on_gpu_pane_sampled(self, event: GpuPane.Sampled) -> None:
         """New figures of a job's GPUs: flag it idle or take its flag down."""
