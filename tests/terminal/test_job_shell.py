@@ -35,7 +35,9 @@ def test_the_shell_key_opens_a_shell_in_the_job_and_comes_back_to_the_queue(
     terminal.text("exit")
     terminal.keys("Enter")
     screen = terminal.wait_for("Back from the shell in dino-train-1")
-    assert "Details" in screen and "1051" in screen
+    # The queue as it was: the details of the same job (the Id column is off to the right at
+    # 90 columns, and the toast covers the end of the details' first line).
+    assert "Details" in screen and "dino-train-1  Running  ·  SLURM RUNNING" in screen
     # A pending job has no shell yet: a toast says so, nothing is suspended.
     terminal.keys("down")
     terminal.wait_for("yolo-finetune  Pending")
