@@ -8,40 +8,19 @@ the profile's connection (:mod:`~tao_slurm_tui.services.gpus`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING
 
-from tao_slurm_tui.config import Config
 from tao_slurm_tui.core.gpu_usage import GpuReport
 from tao_slurm_tui.core.job_shell import ShellTarget, shell_target
-from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.why_wait import WaitReport
-from tao_slurm_tui.remote.connection import Connection
+from tao_slurm_tui.services.backend_part import BackendPart
 from tao_slurm_tui.services.gpus import GpuWatch
 from tao_slurm_tui.services.job_shell import LocalTerminal, open_shell
-from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.why_wait import why_waiting
 
-if TYPE_CHECKING:
-    from tao_slurm_tui.services.monitor import Monitor
 
-
-class LiveJobs:
-    """GPU samples, a shell and why a job waits, for the back end that has these attributes."""
-
-    conn: Connection
-    config: Config
-    clock: Callable[[], float]
-    _name: str
-    _profile: Profile
-    if TYPE_CHECKING:  # the back end's own, opened on first use
-
-        @property
-        def store(self) -> JobStore: ...
-
-        @property
-        def monitor(self) -> Monitor: ...
+class LiveJobs(BackendPart):
+    """GPU samples, a shell and why a job waits; a part of the back end."""
 
     @cached_property
     def gpus(self) -> GpuWatch:

@@ -3,12 +3,10 @@ the cluster (``World``) while the app runs on it."""
 
 from __future__ import annotations
 
-import getpass
-import os
 import sys
 from pathlib import Path
 
-from tests.terminal.tmux import Terminal
+from tests.terminal.tmux import Terminal, clean_env
 
 
 def demo_directory(home: Path) -> Path:
@@ -21,19 +19,7 @@ def start(terminals: list[Terminal], home: Path, args: list[str], **env: str) ->
     line instead, for a redirection), with a clean environment and CI=true."""
     workdir = home.parent / f"run{len(terminals)}"
     workdir.mkdir()
-    environment = {
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "TERM": "xterm-256color",
-        "LANG": "C.UTF-8",
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "USER": getpass.getuser(),
-        "CI": "true",
-        "TAO_SLURM_TUI_DEMO": "1",
-        **env,
-    }
+    environment = clean_env(home, CI="true", TAO_SLURM_TUI_DEMO="1", **env)
     argv = [sys.executable, "-m", "tao_slurm_tui", *args]
     if "ARGV" in environment:
         argv = ["sh", "-c", environment.pop("ARGV")]
