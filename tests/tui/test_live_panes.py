@@ -47,6 +47,14 @@ async def _queue_on(pilot: Any, job_id: str) -> QueueScreen:
     return screen
 
 
+async def _answered(pilot: Any, job_id: str, pane_id: str) -> tuple[QueueScreen, Any]:
+    """The queue on ``job_id`` once its pane (``#gpus``, ``#wait``) has its first answer."""
+    screen = await _queue_on(pilot, job_id)
+    pane: Any = screen.query_one(f"#{pane_id}")
+    await wait_for(pilot, lambda: pane.report is not None, f"the {pane_id} pane's answer")
+    return screen, pane
+
+
 def _text(pane: Any) -> str:
     content = pane.content
     return content.plain if isinstance(content, Text) else str(content)
@@ -57,9 +65,7 @@ async def test_the_gpu_pane_shows_what_nvidia_smi_says_of_the_jobs_gpus(
 ) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _queue_on(pilot, "dino-train-1")
-        pane = screen.query_one("#gpus", GpuPane)
-        await wait_for(pilot, lambda: pane.report is not None, "the GPU figures")
+        screen, pane = await _answered(pilot, "dino-train-1", "gpus")
         text = _text(pane)
         assert "4x NVIDIA A100-SXM4-80GB" in text
         assert text.count("87 %") == 4 and "60.0/80.0 GiB" in text
@@ -76,9 +82,7 @@ async def test_the_gpu_pane_asks_only_while_the_details_are_shown(
 ) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _queue_on(pilot, "dino-train-1")
-        pane = screen.query_one("#gpus", GpuPane)
-        await wait_for(pilot, lambda: pane.report is not None, "the GPU figures")
+        _, pane = await _answered(pilot, "dino-train-1", "gpus")
         await settle(pilot)
         await pilot.press("i")  # the details hidden: a due refresh asks nothing
         pane.refresh_now()
@@ -138,9 +142,7 @@ async def test_the_wait_pane_says_why_a_pending_job_waits(
 ) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _queue_on(pilot, "seg-large")
-        pane = screen.query_one("#wait", WaitPane)
-        await wait_for(pilot, lambda: pane.report is not None, "the answer")
+        screen, pane = await _answered(pilot, "seg-large", "wait")
         text = _text(pane)
         assert "What you can do: Jobs of higher priority are ahead." in text
         assert "in polar: 3 of 3 pending jobs ranked" in text
@@ -161,9 +163,7 @@ async def test_a_job_waiting_for_another_is_not_ranked_and_says_so(
 ) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _queue_on(pilot, "dep-waiter")
-        pane = screen.query_one("#wait", WaitPane)
-        await wait_for(pilot, lambda: pane.report is not None, "the answer")
+        _, pane = await _answered(pilot, "dep-waiter", "wait")
         text = _text(pane)
         assert "starts when the job it depends on" in text
         assert "SLURM does not rank it yet" in text
@@ -174,9 +174,7 @@ def test_snapshot_why_a_pending_job_waits(
     snap_compare: Any, fake: ClusterBackend, size: tuple[int, int]
 ) -> None:
     async def run_before(pilot: Any) -> None:
-        screen = await _queue_on(pilot, "seg-large")
-        pane = screen.query_one("#wait", WaitPane)
-        await wait_for(pilot, lambda: pane.report is not None, "the answer")
+        await _answered(pilot, "seg-large", "wait")
         await settle(pilot)
 
     assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)

@@ -69,11 +69,16 @@ def test_a_job_in_two_partitions_is_ranked_in_each() -> None:
     assert report.ranks["batch"] == (1, 1)
 
 
-def test_a_job_sprio_does_not_list_is_not_ranked_and_says_why() -> None:
-    text = ANSWER.replace(
+def _unranked(reason: str) -> str:
+    """The answer for a job sprio does not list, pending for ``reason``."""
+    return ANSWER.replace(
         "6772|polar|4732|170|2000|562|1000|1000|0|slurmtest\n@@tao-why:weights",
         "Unable to find jobs matching user/id(s) specified\n@@tao-why:weights",
-    ).replace("Resources|N/A|polar", "Dependency|N/A|polar")
+    ).replace("Resources|N/A|polar", f"{reason}|N/A|polar")
+
+
+def test_a_job_sprio_does_not_list_is_not_ranked_and_says_why() -> None:
+    text = _unranked("Dependency")
     report = parse_why(text, "step-2", "6772", reason="Dependency")
     assert report.priorities == () and report.ranks == {}
     assert report.problem == "SLURM does not rank it yet: only jobs free to start are ranked."
@@ -81,10 +86,7 @@ def test_a_job_sprio_does_not_list_is_not_ranked_and_says_why() -> None:
 
 
 def test_a_job_the_scheduler_has_not_looked_at_yet_says_so() -> None:
-    text = ANSWER.replace(
-        "6772|polar|4732|170|2000|562|1000|1000|0|slurmtest\n@@tao-why:weights",
-        "Unable to find jobs matching user/id(s) specified\n@@tao-why:weights",
-    ).replace("Resources|N/A|polar", "None|N/A|polar")
+    text = _unranked("None")
     report = parse_why(text, "new", "6772", reason="None")
     assert report.problem == "The scheduler has not looked at it yet; it is ranked once it has."
     assert report.advice.startswith("The scheduler has not looked at it yet")
