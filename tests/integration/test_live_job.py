@@ -5,6 +5,7 @@ typed into the real CLI and TUI in a terminal (tmux)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -133,16 +134,24 @@ async def test_why_a_job_waits_behind_another_shows_sprio_and_sshare_figures(
     hs: Harness, sandbox_profile: Profile, tmp_path: Path
 ) -> None:
     gpus = sandbox.info()["gpus"]
-    # Ahead of it: a job asking for every GPU of the cluster; behind it, ours asks the same.
+    (node,) = [n for n, g in gpus.items() if g["type"] == "h100"]  # the one h100 node
+    # Ahead of it: a job holding every GPU of that node; behind it, ours asks the same. Only
+    # that node is blocked: the other tests on the shared sandbox keep the rest.
     blocker = await hs.conn.run(
-        f"sbatch --parsable -J {unique('block')} -p polar -N {len(gpus)} --gres=gpu:4 -t 3 "
+        f"sbatch --parsable -J {unique('block')} -p polar -w {node} --gres=gpu:h100:4 -t 3 "
         "--wrap 'sleep 120'",
         check=True,
     )
     blocker_id = blocker.stdout.strip()
     name = unique("waits")
     try:
-        await hs.submit(name, "sleep 10", num_gpus=4, num_nodes=len(gpus), time_hours=0.05)
+        # Ours is submitted once the blocker holds the node (a blocker still pending, behind
+        # another test's job there, could be overtaken by ours: backfill).
+        deadline = time.monotonic() + 120
+        while (await hs.conn.run(f"squeue -h -j {blocker_id} -o %T")).stdout.strip() != "RUNNING":
+            assert time.monotonic() < deadline, f"the blocker never started on {node}"
+            await asyncio.sleep(1)
+        await hs.submit(name, "sleep 10", num_gpus=4, gpu_type="h100", time_hours=0.05)
         # Once the scheduler looked at it (right after submission its reason is "None" and
         # sprio does not list it yet: the report says so, the pane asks again on a new reason).
         job = await hs.tick_until(
