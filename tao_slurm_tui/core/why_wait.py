@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from tao_slurm_tui.core import quoting
-from tao_slurm_tui.core.slurm import clean_reason, explain_reason
+from tao_slurm_tui.core.slurm import MAINTENANCE_REASON, clean_reason, explain_reason
 
 MARK = "@@tao-why:"
 """Prefix of the line that starts each part of the answer."""
@@ -70,6 +70,11 @@ _ADVICE: dict[str, str] = {
     "None": "The scheduler has not looked at it yet; give it a minute.",
 }
 
+_MAINTENANCE_ADVICE = (
+    "It starts when the site's maintenance ends (the Message says when); a time limit short "
+    "enough to finish before the window opens may start it sooner."
+)
+
 _LIMIT_ADVICE = (
     "It starts when your running jobs (or your group's) free enough under the limit: wait, or "
     "cancel one of them."
@@ -79,6 +84,8 @@ _LIMIT_ADVICE = (
 def advice(reason: str) -> str:
     """What the user can do about a pending reason ('' when there is nothing to say)."""
     text = clean_reason(reason)
+    if text == MAINTENANCE_REASON:
+        return _MAINTENANCE_ADVICE
     if text.startswith("Nodes required for job are DOWN"):
         text = "ReqNodeNotAvail"  # SLURM's own description of it, as squeue may print it
     head = re.split(r"[,:\s]", text, maxsplit=1)[0] if text else ""

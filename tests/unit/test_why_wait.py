@@ -126,6 +126,7 @@ def test_the_fair_share_row_is_the_jobs_account() -> None:
         ("QOSMaxGRESPerUser", "It starts when your running jobs"),
         ("AssocGrpGRES", "It starts when your running jobs"),
         ("ReqNodeNotAvail, UnavailableNodes:n3", "A node it needs is down"),
+        ("(ReqNodeNotAvail, Reserved for maintenance)", "It starts when the site's maintenance"),
         ("Nodes required for job are DOWN, DRAINED or reserved", "A node it needs is down"),
         ("PartitionTimeLimit", "Cancel it and ask for less wall time"),
         ("SomethingNew", ""),
