@@ -118,7 +118,7 @@ class SnapshotBackend(FakeBackend):
         """The prepared list (the UI never mutates it)."""
         return list(self._snapshot)
 
-    async def refresh(self) -> list[JobRecord]:
+    async def refresh(self, *, connect: bool = True, full: bool = False) -> list[JobRecord]:
         """Count the poll, return the prepared list."""
         await asyncio.sleep(0)
         self.refresh_count += 1

@@ -200,7 +200,7 @@ def _prelude() -> list[str]:
     ]
 
 
-def queue_command() -> str:
+def queue_command(*, local: bool = False, first: Sequence[str] = (), when: str = "") -> str:
     """One remote command listing every job of the login user that slurmctld still knows.
 
     ``squeue -u <me> -t all``: the live jobs, and the finished ones slurmctld keeps for
@@ -208,16 +208,24 @@ def queue_command() -> str:
     jobs, filtered locally. Output as :func:`poll_command`'s (``@@tao-poll:squeue rc=N``, rows,
     ``@@tao-poll:end``); ids it does not list are asked of sacct separately
     (``poll_command((), ids)``).
+
+    Args:
+        local: ``--local``: no federation lookup (one RPC less: REQUEST_FED_INFO); only for a
+            cluster in no federation (:func:`~tao_slurm_tui.core.slurm_text.federated`).
+        first: shell statements run before squeue in the same script (the run events).
+        when: a shell test: squeue runs only when it holds (its section is then missing).
     """
-    squeue = quoting.join(["squeue", "-h", "-r", "-t", "all", "-O", squeue_format(), "-u"])
-    parts = [
-        *_prelude(),
+    scope = ["--local"] if local else []
+    squeue = quoting.join(["squeue", "-h", "-r", "-t", "all", *scope, "-O", squeue_format(), "-u"])
+    run = [
         f'q=$({squeue} "$(id -un)" 2>&1)',
         "r=$?",
         'printf "%ssqueue rc=%s\\n" "$m" "$r"',
         'if [ -n "$q" ]; then printf "%s\\n" "$q"; fi',
-        'printf "%send\\n" "$m"',
     ]
+    if when:
+        run = [f"if {when}; then " + "; ".join(run) + "; fi"]
+    parts = [*_prelude(), *first, *run, 'printf "%send\\n" "$m"']
     return quoting.join(["sh", "-c", "; ".join(parts)])
 
 

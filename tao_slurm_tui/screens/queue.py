@@ -305,7 +305,7 @@ class QueueScreen(Screen[None]):
         rearm = True
         soon = False
         try:
-            jobs = await self.ctx.backend.refresh()
+            jobs = await self.ctx.backend.refresh(full=manual)
         except asyncio.CancelledError:
             rearm = False  # a newer poll replaced this one and arms its own timer
             raise
@@ -340,6 +340,8 @@ class QueueScreen(Screen[None]):
     def _take(self, jobs: list[JobRecord]) -> None:
         """A new snapshot from the back end: shown, and what changed announced."""
         before = self.all_jobs
+        if len(jobs) == len(before) and all(before.get(job.id) is job for job in jobs):
+            return  # the very records shown (a quiet tick): nothing to redraw
         self.all_jobs = {job.id: job for job in jobs}
         self._announce(transitions(before, jobs))
 

@@ -89,6 +89,13 @@ class AccountingFollowUp:
             or sid in self._answered
         )
 
+    def waiting(self, sids: Iterable[str]) -> bool:
+        """True while any of ``sids`` has a question open or an answer to merge (asked this
+        tick or the one before, unsettled, a probe): a paced tick must then ask squeue, since
+        the merge reads squeue's rows of the same tick."""
+        busy = self._asked | self._asked_before | self._probe | self._probed | self._answered
+        return any(sid in busy or sid in self._unsettled for sid in sids)
+
     def answers_probe(self, sid: str) -> bool:
         """True when this tick's sacct rows for ``sid`` answer a requeue probe."""
         return sid in self._answered

@@ -115,6 +115,7 @@ class ClusterBackend:
             self._profile,
             resubmit=self.submitter.resubmit,
             reconcile=self.submitter.reconcile_interrupted,
+            paced=True,
         )
 
     # ------------------------------------------------------------------ profile
@@ -193,13 +194,14 @@ class ClusterBackend:
 
     # ------------------------------------------------------------------ queue
 
-    async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
-        """One monitor tick (one round trip for every active job; due retries done)."""
+    async def refresh(self, *, connect: bool = True, full: bool = False) -> list[JobRecord]:
+        """One monitor tick (one round trip for every active job; due retries done); squeue
+        runs when the jobs' run events or the pace call for it, or ``full``."""
         if connect:
             # With no active job the tick needs no round trip; open (or check) the connection
             # anyway so the header's indicator tells the truth and a broken profile shows at once.
             await self.conn.connect()
-        result = await self.monitor.tick()
+        result = await self.monitor.tick(full=full)
         self._poll_warning = result.warning
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))

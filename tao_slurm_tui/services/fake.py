@@ -418,7 +418,7 @@ class FakeBackend:
         self._poll_warning = self._poll_warning or self.followup_warning
         return False
 
-    async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
+    async def refresh(self, *, connect: bool = True, full: bool = False) -> list[JobRecord]:
         """Advance the running job by one epoch and return every job."""
         await asyncio.sleep(0)
         if self.refresh_error:

@@ -56,8 +56,9 @@ from tao_slurm_tui.core import retry as retry_rules
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.run_events import ASK_CONDITION, events_parts, parse_events
 from tao_slurm_tui.core.slurm_poll import PollOutput, parse_poll_output, queue_command
-from tao_slurm_tui.core.slurm_text import expand_nodelist
+from tao_slurm_tui.core.slurm_text import expand_nodelist, federated
 from tao_slurm_tui.core.tick_reads import (
     STATUS_TAIL_LIVE,
     FinishedReads,
@@ -71,6 +72,7 @@ from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
 from tao_slurm_tui.services.accounting_followup import AccountingFollowUp
 from tao_slurm_tui.services.cancel import Canceller
+from tao_slurm_tui.services.controller_watch import ControllerWatch
 from tao_slurm_tui.services.job_cache import JobCache
 from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
@@ -108,6 +110,8 @@ class TickResult:
     events: list[MonitorEvent] = field(default_factory=list)
     round_trips: int = 0
     """Remote commands this tick waited for (1, or 2 when a job newly finished and needed more)."""
+    asked: bool = False
+    """True when squeue ran in this tick (always, unless the monitor is paced)."""
     accounting: list[str] = field(default_factory=list)
     """SLURM ids sent to the background sacct follow-up (not awaited by this tick)."""
     warning: str = ""
@@ -123,6 +127,8 @@ class _Poll:
     output: PollOutput
     live_status: dict[str, str]
     """Job id → the tail of its status.json (jobs last seen running)."""
+    asked: bool = True
+    """True when squeue ran (a paced tick may read only the run events and status.json)."""
 
 
 class Monitor:
@@ -140,6 +146,7 @@ class Monitor:
         clock: Callable[[], float] = time.time,
         max_retries: int = retry_rules.DEFAULT_MAX_RETRIES,
         lock_path: str | os.PathLike[str] | None = None,
+        paced: bool = False,
     ) -> None:
         """Create a monitor (nothing is polled yet).
 
@@ -156,6 +163,7 @@ class Monitor:
             clock: time source (tests).
             max_retries: retry budget per job (client retries plus SLURM requeues).
             lock_path: the cross-process retry/cancel lock; default next to the store's file.
+            paced: ask slurmctld only when the jobs' run events cannot tell (ControllerWatch).
         """
         self.conn = conn
         self.store = store
@@ -183,6 +191,8 @@ class Monitor:
         self.pipelines = PipelineFollower(
             conn, store, profile_name, canceller=self.canceller, timeout=self._timeout
         )
+        self.watch = ControllerWatch(clock) if paced else None  # run events, pace of squeue
+        self._folded: dict[str, str] = {}  # job id → the status.json tail folded last
         self._tick_lock = asyncio.Lock()
 
     def _timeout(self) -> float:
@@ -190,17 +200,21 @@ class Monitor:
 
     # ------------------------------------------------------------------ tick
 
-    async def tick(self) -> TickResult:
+    async def tick(self, *, full: bool = False) -> TickResult:
         """Poll once: one round trip for all active jobs (two when a job newly finished and its
         ``status.json`` or log tail is needed), retries performed, store updated.
+
+        Args:
+            full: a paced monitor asks squeue in this tick whatever the pace says (a refresh
+                the user asked for). An unpaced monitor always does.
 
         Raises:
             RemoteError: the cluster could not be reached; nothing was changed.
         """
         async with self._tick_lock:  # ticks never overlap
-            return await self._tick()
+            return await self._tick(full)
 
-    async def _tick(self) -> TickResult:
+    async def _tick(self, full: bool) -> TickResult:
         every = await self._jobs_after_reconciling()
         jobs = [j for j in every if not j.status.terminal and j.submitted and j.attempts]
         result = TickResult(jobs=every)
@@ -208,9 +222,13 @@ class Monitor:
             self.jobs.keep_merges_of(())  # (what the next merge compares against: active only)
             self.accounting.rest()
             return result
-        poll = await self._poll(jobs, result)
-        work = self._merge(jobs, poll)
-        result.accounting = self.accounting.send()
+        poll = await self._poll(jobs, result, full)
+        result.asked = poll.asked
+        if poll.asked:
+            work = self._merge(jobs, poll)
+            result.accounting = self.accounting.send()
+        else:
+            work = self._carry_forward(jobs, poll)
         result.warning = result.warning or self.accounting.warning
         pending = [w for w in work.values() if w.pending]
         if pending:
@@ -222,6 +240,9 @@ class Monitor:
         if any(j.pipeline_id for j in self.jobs.records()):
             await self._follow_pipelines(result)
         self._forget_ended(jobs, poll.ids)
+        if self.watch is not None and poll.asked:
+            active = [r for j in jobs if not (r := self.jobs.get(j.id) or j).status.terminal]
+            self.watch.answered(active, ok=poll.output.squeue_rc == 0)
         result.jobs = self.jobs.records()
         return result
 
@@ -234,27 +255,47 @@ class Monitor:
             every = self.jobs.jobs()
         return every
 
-    async def _poll(self, jobs: Sequence[JobRecord], result: TickResult) -> _Poll:
-        """The one round trip: the queue, and the status.json of the jobs last seen running."""
+    async def _poll(self, jobs: Sequence[JobRecord], result: TickResult, full: bool) -> _Poll:
+        """The one round trip: the queue (a paced tick: the run events, and the queue only when
+        they changed or the pace says so), and the status.json of the jobs last seen running."""
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
         status_paths = {
             j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).status_json
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
-        command = queue_command()
+        watch = self.watch
+        local = not federated(ids.values())
+        if watch is None:
+            command = queue_command(local=local)
+        else:
+            events = watch.paths(jobs, self.profile.results_root)
+            busy = self.accounting.waiting(ids.values())
+            ask = watch.should_ask(jobs, full=full, accounting=busy)
+            first_parts = events_parts(list(events.values()), watch.sizes, ask)
+            command = queue_command(local=local, first=first_parts, when=ASK_CONDITION)
         extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
         if extra:
             command = f"{command}; {extra}"
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
         output = parse_poll_output(first.stdout, wanted=set(ids.values()))
+        asked = True
+        if watch is not None:
+            answer = parse_events(first.stdout, events)
+            if not answer.complete:
+                raise RemoteError(
+                    "The poll command's output was cut short "
+                    f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
+                )
+            watch.take(answer, jobs)
+            asked = answer.asked
         if not output.complete:
             raise RemoteError(
                 "The poll command's output was cut short "
                 f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
             )
-        if output.squeue_rc != 0:
+        if asked and output.squeue_rc != 0:
             # The controller is down or slow: accounting may still answer (in the background).
             detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
             result.warning = f"squeue failed: {detail[0]}"
@@ -263,7 +304,7 @@ class Monitor:
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout)
         live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
-        return _Poll(ids, output, live_status)
+        return _Poll(ids, output, live_status, asked)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
         """Merge what the poll says into a copy of each job that something new is known about;
@@ -278,9 +319,32 @@ class Monitor:
             if self._nothing_new(job, sid, inputs, text):
                 continue  # no merge, no store access: the common case of a waiting job
             self.jobs.remember_merge(job, inputs)
+            if text is not None:
+                self._folded[job.id] = text
             w = work[job.id] = JobUpdate.of(job, text)
             w.merge(poll.output.snapshot(sid), self.accounting, self.max_retries)
             self.accounting.ask_if_needed(sid, w.snap, listed=row is not None)
+        return work
+
+    def _carry_forward(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
+        """A tick that did not ask squeue: what the running jobs' status.json says (progress),
+        and their elapsed time carried forward on the clock; SLURM's word stands otherwise."""
+        work: dict[str, JobUpdate] = {}
+        watch = self.watch
+        for job in jobs:
+            text = poll.live_status.get(job.id)
+            new_text = text is not None and text != self._folded.get(job.id)
+            elapsed = watch.elapsed_now(job.attempts[-1]) if watch is not None else None
+            if not new_text and elapsed is None:
+                continue
+            w = work[job.id] = JobUpdate.of(job, None)
+            if new_text and text is not None:
+                w.fold_status(text)
+                self._folded[job.id] = text
+            if elapsed is not None:
+                w.job.attempts[-1] = replace(w.job.attempts[-1], elapsed=elapsed)
+            if w.job.status is TaoStatus.RUNNING:
+                w.job.message = w.job.progress.message or ""  # as a merge of RUNNING sets it
         return work
 
     def _nothing_new(self, job: JobRecord, sid: str, inputs: Any, status_text: str | None) -> bool:
@@ -313,6 +377,9 @@ class Monitor:
         live = [j.id for j in jobs if not (self.jobs.get(j.id) or j).status.terminal]
         self.accounting.keep_only(ids[i] for i in live)
         self.jobs.keep_merges_of(live)
+        self._folded = {i: self._folded[i] for i in live if i in self._folded}
+        if self.watch is not None:
+            self.watch.forget_all_but(ids[i] for i in live)
 
     # ------------------------------------------------------------------ accounting follow-up
 

@@ -1,0 +1,181 @@
+"""Run events: what a job writes about itself, read on the login host instead of asking slurmctld.
+
+The batch script (templates/sbatch.sh.j2) appends one line to ``<log dir>/events`` when a run
+starts and one when the script exits::
+
+    start <restart count> <unix time> <node>
+    end <restart count> <unix time> rc=<exit status>
+
+(``<unix time>`` is bash's ``EPOCHREALTIME``: a decimal comma in some locales.) A run killed
+with its node or by SIGKILL leaves no ``end``: only slurmctld can tell then, so the monitor
+still asks it, at a slower pace (:mod:`tao_slurm_tui.core.pace`).
+
+Every watching tick sends :func:`events_parts` ahead of the queue: ONE ``stat`` of every active
+job's events file (a file-system metadata call, no slurmctld RPC). The sizes it prints are
+compared in the shell with the ones the client saw last; only when they differ are the files
+printed (``tail -v``) and squeue run in the same round trip. A file only grows, and a new one
+adds an entry, so any new line changes the sizes. Pure: shell text and parsers, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from tao_slurm_tui.core.quoting import join, quote
+
+MARK = "@@tao-ev:"
+"""Prefix of the marker lines of the events part."""
+EVENTS_TAIL = 1024
+"""Bytes read of a changed events file (its last few runs)."""
+
+_SIZES_RE = re.compile(r"^[0-9,]*$")
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One line of an events file."""
+
+    kind: str
+    """``start`` or ``end``."""
+    restart: int
+    """SLURM's restart count of the run (0 for the first run, +1 per requeue)."""
+    at: float
+    """When (unix time, from the node's clock)."""
+    detail: str = ""
+    """The node (``start``) or ``rc=N`` (``end``)."""
+
+
+@dataclass
+class EventsAnswer:
+    """What the events part of one tick printed."""
+
+    sizes: str | None = None
+    """The files' sizes as the shell printed them (None: the part did not answer)."""
+    asked: bool = False
+    """True when squeue ran in this round trip (asked for, or the sizes changed)."""
+    printed: bool = False
+    """True when the files' text was printed (the sizes changed)."""
+    cluster_now: float | None = None
+    """The login host's clock (unix time) when squeue ran."""
+    utc_offset: int = 0
+    """The login host's UTC offset in seconds (SLURM prints local times)."""
+    last: dict[str, RunEvent | None] = field(default_factory=dict)
+    """Job id → the last line of its file, for the files printed (None: no event line)."""
+    complete: bool = False
+    """True when the part's end marker arrived."""
+
+
+ASK_CONDITION = '[ "$ea" = 1 ]'
+"""Shell test that is true when :func:`events_parts` decided squeue runs."""
+
+
+def events_parts(paths: Sequence[str], known: str, ask: bool) -> list[str]:
+    """Shell statements (for one ``sh -c`` script, joined with ``; ``) that stat ``paths``,
+    print the sizes, decide whether squeue runs (:data:`ASK_CONDITION`) and print the files
+    that changed.
+
+    Args:
+        paths: the events files of the active jobs.
+        known: the sizes the client saw last ('' at first).
+        ask: squeue runs whatever the sizes say (the pace says it is due).
+    """
+    if not _SIZES_RE.match(known):
+        raise ValueError(f"not a sizes string: {known!r}")
+    files = join(["--", *paths]) if paths else ""
+    stat = f"$(stat -L --printf '%s,' {files} 2>/dev/null)" if paths else "''"
+    changed = f'[ "$es" != {quote(known)} ]'
+    tail = f"tail -v -c {EVENTS_TAIL} {files} 2>/dev/null; printf '\\n'" if paths else "true"
+    return [
+        f"em={quote(MARK)}",
+        f"es={stat}",
+        f"ea={1 if ask else 0}",
+        f"if {changed}; then ea=1; fi",
+        'printf "%ssizes %s\\n%sask %s\\n" "$em" "$es" "$em" "$ea"',
+        f"if {changed}; then {tail}; fi",
+        f'if {ASK_CONDITION}; then printf "%snow %s\\n" "$em" "$(date \'+%s %z\')"; fi',
+        'printf "%sdone\\n" "$em"',
+    ]
+
+
+def parse_event_line(line: str) -> RunEvent | None:
+    """One events line (None: not one)."""
+    parts = line.strip().split(" ", 3)
+    if len(parts) < 3 or parts[0] not in ("start", "end") or not parts[1].isdigit():
+        return None
+    try:
+        at = float(parts[2].replace(",", "."))
+    except ValueError:
+        return None
+    return RunEvent(parts[0], int(parts[1]), at, parts[3] if len(parts) > 3 else "")
+
+
+def parse_events(text: str, paths: Mapping[str, str]) -> EventsAnswer:
+    """The events part of a tick's output (other lines are ignored).
+
+    Args:
+        text: the tick's whole output.
+        paths: job id → its events file, as sent.
+    """
+    answer = EventsAnswer()
+    by_path = {p: j for j, p in paths.items()}
+    inside = False
+    current: str | None = None
+    lines: dict[str, list[str]] = {}
+    for line in text.split("\n"):
+        if line.startswith(MARK):
+            kind, _, arg = line[len(MARK) :].partition(" ")
+            inside = _take_marker(answer, kind, arg.strip())
+            current = None
+            continue
+        if not inside:
+            continue
+        if line.startswith("==> ") and line.endswith(" <==") and line[4:-4] in by_path:
+            current = by_path[line[4:-4]]
+            lines[current] = []
+            answer.printed = True
+        elif current is not None:
+            lines[current].append(line)
+    for job_id, body in lines.items():
+        events = [e for e in map(parse_event_line, body) if e is not None]
+        answer.last[job_id] = events[-1] if events else None
+    return answer
+
+
+def _take_marker(answer: EventsAnswer, kind: str, arg: str) -> bool:
+    """Note one marker line; True when the files' text follows it."""
+    if kind == "sizes":
+        answer.sizes = arg if _SIZES_RE.match(arg) else None
+    elif kind == "ask":
+        answer.asked = arg == "1"
+        return True
+    elif kind == "now":
+        clock, _, offset = arg.partition(" ")
+        try:
+            answer.cluster_now = float(clock)
+        except ValueError:
+            answer.cluster_now = None
+        answer.utc_offset = _utc_offset(offset)
+    elif kind == "done":
+        answer.complete = answer.sizes is not None
+    return False
+
+
+def _utc_offset(text: str) -> int:
+    """``+0130`` → 5400 seconds (0 when unreadable)."""
+    match = re.fullmatch(r"([+-])(\d\d)(\d\d)", text.strip())
+    if not match:
+        return 0
+    sign = -1 if match.group(1) == "-" else 1
+    return sign * (int(match.group(2)) * 3600 + int(match.group(3)) * 60)
+
+
+def slurm_time_to_unix(text: str, utc_offset: int) -> float | None:
+    """A SLURM timestamp (``2026-12-01T18:00:00``, the cluster's local time) as unix time."""
+    try:
+        naive = datetime.strptime(text.strip(), "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None
+    return naive.replace(tzinfo=UTC).timestamp() - utc_offset
