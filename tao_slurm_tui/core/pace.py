@@ -113,35 +113,42 @@ class Pace:
 
     def wait(self, views: Iterable[JobView], now: float) -> float:
         """Seconds until squeue is due (0 or less: now)."""
+        return self.next(views, now)[0]
+
+    def next(self, views: Iterable[JobView], now: float) -> tuple[float, str]:
+        """Seconds until squeue is due (0 or less: now), and why: ``first``, ``failure``,
+        ``new``, ``passing`` (a passing state, or events SLURM has not caught up with),
+        ``running``, ``legacy``, ``pending`` (a held or suspended job counts as one) or
+        ``idle`` (no job)."""
         last = self.last_answer
         if last is None:
-            return 0.0
+            return 0.0, "first"
         if self.failed:
-            return last + AFTER_FAILURE - now
-        soonest = float("inf")
+            return last + AFTER_FAILURE - now, "failure"
+        soonest, why = float("inf"), "idle"
         for view in views:
-            soonest = min(soonest, self._due_at(view, last, now))
-        return soonest - now
+            at, reason = self._due_at(view, last, now)
+            if at < soonest:
+                soonest, why = at, reason
+        return soonest - now, why
 
-    def _due_at(self, view: JobView, last: float, now: float) -> float:
-        """When ``view`` wants the next answer (unix time on the monitor's clock)."""
+    def _due_at(self, view: JobView, last: float, now: float) -> tuple[float, str]:
+        """When ``view`` wants the next answer (unix time on the monitor's clock), and why."""
         if not view.state:
-            return now
+            return now, "new"
         # A finished state of an active job waits for accounting to agree: passing too.
         passing = view.state in PASSING_STATES or view.state in TERMINAL_STATES or disagrees(view)
         if passing:
             _, since = self._since.get(view.sid, (view.state, last))
-            return now if now - since < FAST_FOR else last + SLOW_TRANSITION
+            return (now if now - since < FAST_FOR else last + SLOW_TRANSITION), "passing"
         if view.state == "RUNNING":
             if view.run is None:
-                return last + LEGACY
+                return last + LEGACY, "legacy"
             due = last + RUNNING_QUIET
             if view.ends_by is not None and view.ends_by + END_GRACE > last:
                 due = min(due, view.ends_by + END_GRACE)
-            return due
-        if view.state == "PENDING":
-            if view.est_start is None:
-                return last + PENDING_UNKNOWN
+            return due, "running"
+        if view.state == "PENDING" and view.est_start is not None:
             interval = min(PENDING_MAX, max(PENDING_MIN, (view.est_start - now) / 10))
-            return last + interval
-        return last + PENDING_UNKNOWN  # held, suspended, …: nothing moves by itself
+            return last + interval, "pending"
+        return last + PENDING_UNKNOWN, "pending"  # held, suspended, …: nothing moves by itself

@@ -57,8 +57,8 @@ class ControllerWatch:
             out[job.id] = paths.run_events(job.attempts[-1].slurm_job_id)
         return out
 
-    def should_ask(self, jobs: Sequence[JobRecord], *, full: bool, accounting: bool) -> bool:
-        """True when this tick asks squeue whatever the event files say.
+    def should_ask(self, jobs: Sequence[JobRecord], *, full: bool, accounting: bool) -> str:
+        """Why this tick asks squeue whatever the event files say ('' when it need not).
 
         Args:
             jobs: the active jobs.
@@ -67,10 +67,11 @@ class ControllerWatch:
                 (those merges need squeue's rows of the same tick).
         """
         if full:
-            return True
+            return "full"
         if accounting and not self.pace.failed:  # (a failing controller waits its turn)
-            return True
-        return self.pace.due(self.views(jobs), self.clock())
+            return "accounting"
+        wait, why = self.pace.next(self.views(jobs), self.clock())
+        return why if wait <= 0 else ""
 
     def take(self, answer: EventsAnswer, jobs: Sequence[JobRecord]) -> None:
         """Note what the events part printed (sizes, changed files, the login host's clock)."""

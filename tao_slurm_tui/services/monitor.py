@@ -112,6 +112,10 @@ class TickResult:
     """Remote commands this tick waited for (1, or 2 when a job newly finished and needed more)."""
     asked: bool = False
     """True when squeue ran in this tick (always, unless the monitor is paced)."""
+    asked_by: str = ""
+    """Why a paced tick asked: ``events`` (a job's run events changed) or the pace's reason
+    (``first``, ``new``, ``passing``, ``running``, ``pending``, ``legacy``, ``failure``,
+    ``full``, ``accounting``); ``every`` for an unpaced monitor."""
     accounting: list[str] = field(default_factory=list)
     """SLURM ids sent to the background sacct follow-up (not awaited by this tick)."""
     warning: str = ""
@@ -129,6 +133,8 @@ class _Poll:
     """Job id → the tail of its status.json (jobs last seen running)."""
     asked: bool = True
     """True when squeue ran (a paced tick may read only the run events and status.json)."""
+    asked_by: str = "every"
+    """Why squeue ran (see :attr:`TickResult.asked_by`)."""
 
 
 class Monitor:
@@ -223,7 +229,7 @@ class Monitor:
             self.accounting.rest()
             return result
         poll = await self._poll(jobs, result, full)
-        result.asked = poll.asked
+        result.asked, result.asked_by = poll.asked, poll.asked_by if poll.asked else ""
         if poll.asked:
             work = self._merge(jobs, poll)
             result.accounting = self.accounting.send()
@@ -271,8 +277,8 @@ class Monitor:
         else:
             events = watch.paths(jobs, self.profile.results_root)
             busy = self.accounting.waiting(ids.values())
-            ask = watch.should_ask(jobs, full=full, accounting=busy)
-            first_parts = events_parts(list(events.values()), watch.sizes, ask)
+            why = watch.should_ask(jobs, full=full, accounting=busy)
+            first_parts = events_parts(list(events.values()), watch.sizes, bool(why))
             command = queue_command(local=local, first=first_parts, when=ASK_CONDITION)
         extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
         if extra:
@@ -280,7 +286,7 @@ class Monitor:
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
         output = parse_poll_output(first.stdout, wanted=set(ids.values()))
-        asked = True
+        asked, asked_by = True, "every"
         if watch is not None:
             answer = parse_events(first.stdout, events)
             if not answer.complete:
@@ -289,7 +295,7 @@ class Monitor:
                     f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
                 )
             watch.take(answer, jobs)
-            asked = answer.asked
+            asked, asked_by = answer.asked, "events" if answer.printed or not why else why
         if not output.complete:
             raise RemoteError(
                 "The poll command's output was cut short "
@@ -304,7 +310,7 @@ class Monitor:
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout)
         live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
-        return _Poll(ids, output, live_status, asked)
+        return _Poll(ids, output, live_status, asked, asked_by)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
         """Merge what the poll says into a copy of each job that something new is known about;

@@ -136,6 +136,7 @@ async def test_quiet_ticks_ask_nothing_and_events_ask_at_once(world: Any) -> Non
     mon = monitor(cluster, store, profile, clock)
     result = await mon.tick()
     assert result.asked and cluster.calls() == 1  # the first answer: at once
+    assert result.asked_by == "first"
     assert result.jobs[0].status is TaoStatus.PENDING
     for _ in range(5):  # nothing changed, the pace is not due: the files alone
         clock.now += 2
@@ -148,6 +149,7 @@ async def test_quiet_ticks_ask_nothing_and_events_ask_at_once(world: Any) -> Non
     clock.now += 2
     result = await mon.tick()
     assert result.asked and result.round_trips == 1 and cluster.calls() == 2
+    assert result.asked_by == "events"
     assert result.jobs[0].status is TaoStatus.RUNNING and result.jobs[0].slurm_state == "RUNNING"
     clock.now += 2
     assert not (await mon.tick()).asked
@@ -198,6 +200,7 @@ async def test_cancel_while_pending_is_seen_at_the_pace(world: Any) -> None:
     clock.now += 1
     result = await mon.tick()
     assert result.asked and result.jobs[0].slurm_state == "CANCELLED"
+    assert result.asked_by == "pending"
     assert await mon.wait_followup()
     result = await mon.tick()
     assert result.jobs[0].status is TaoStatus.CANCELED
@@ -213,11 +216,11 @@ async def test_a_lost_node_is_seen_at_the_running_pace(world: Any) -> None:
     # The node died with the job: no "end" line. SLURM calls it NODE_FAIL.
     cluster.squeue(squeue_row("41", "NODE_FAIL", nodes="n1"))
     cluster.sacct(sacct_row("41", "NODE_FAIL", "0:0"))
-    asked = []
+    why = []
     for _ in range(int(pace.RUNNING_QUIET // 2)):
         clock.now += 2
-        asked.append((await mon.tick()).asked)
-    assert asked[-1] and not any(asked[:-1])
+        why.append((await mon.tick()).asked_by)
+    assert why[-1] == "running" and not any(why[:-1])
     assert store.require("p", "a").slurm_state == "NODE_FAIL"
 
 
@@ -245,7 +248,7 @@ async def test_a_job_without_events_is_asked_at_the_old_pace(world: Any) -> None
     clock.now += pace.LEGACY - 1
     assert not (await mon.tick()).asked
     clock.now += 1
-    assert (await mon.tick()).asked
+    assert (await mon.tick()).asked_by == "legacy"
 
 
 async def test_full_asks_whatever_the_pace(world: Any) -> None:
@@ -256,7 +259,7 @@ async def test_full_asks_whatever_the_pace(world: Any) -> None:
     await mon.tick()
     clock.now += 1
     assert not (await mon.tick()).asked
-    assert (await mon.tick(full=True)).asked
+    assert (await mon.tick(full=True)).asked_by == "full"
     assert cluster.calls() == 2
 
 
@@ -282,5 +285,5 @@ async def test_an_unpaced_monitor_asks_every_tick(world: Any) -> None:
     cluster.squeue(squeue_row("41", "PENDING", reason="Priority"))
     mon = Monitor(cluster, store, "p", profile, clock=clock)  # type: ignore[arg-type]
     for _ in range(3):
-        assert (await mon.tick()).asked
+        assert (await mon.tick()).asked_by == "every"
     assert cluster.calls() == 3
