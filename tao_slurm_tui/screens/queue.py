@@ -188,19 +188,28 @@ class QueueScreen(Screen[None]):
         self.table.focus()
 
     # ------------------------------------------------------------------ derived state
-    def _wanted(self, jobs: list[JobRecord]) -> bool:
-        """Show these jobs (one job, or every step of a pipeline: shown or hidden together)?"""
-        return (self.show_finished or any(not job.status.terminal for job in jobs)) and (
-            not self.filter_text or any(matches_filter(job, self.filter_text) for job in jobs)
+    def _wanted(self, jobs: list[JobRecord], finished: bool, text: str) -> bool:
+        """Show these jobs (one job, or every step of a pipeline: shown or hidden together),
+        with finished ones shown or not and this filter text?"""
+        return (finished or any(not job.status.terminal for job in jobs)) and (
+            not text or any(matches_filter(job, text) for job in jobs)
         )
 
     def _update_rows(self) -> None:
         """The rows for the snapshot, the filter, finished shown or not, collapsed pipelines."""
-        wanted = {pid for pid, p in self.pipelines.items() if self._wanted(list(p.steps))}
+        # Read once: a reactive's read is not free, and this runs for every job of the queue.
+        finished, text = self.show_finished, self.filter_text
+        wanted = {
+            pid for pid, p in self.pipelines.items() if self._wanted(list(p.steps), finished, text)
+        }
         jobs = [
             job
             for job in self.all_jobs.values()
-            if (job.pipeline_id in wanted if job.pipeline_id else self._wanted([job]))
+            if (
+                job.pipeline_id in wanted
+                if job.pipeline_id
+                else self._wanted([job], finished, text)
+            )
         ]
         self.shown_count = len(jobs)
         self.rows = tuple(queue_rows(jobs, self.collapsed))

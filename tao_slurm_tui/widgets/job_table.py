@@ -37,6 +37,7 @@ from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.slurm import explain_reason
 from tao_slurm_tui.core.slurm_text import parse_duration
 from tao_slurm_tui.core.start_estimate import short_time
+from tao_slurm_tui.widgets.drawn_cells import DrawnCellsTable
 from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_label, row_order
 
 SLURM_STATES = (
@@ -214,7 +215,7 @@ class DiffStats:
     removed: int = 0
 
 
-class JobTable(DataTable[Cell]):
+class JobTable(DrawnCellsTable[Cell]):
     """The jobs of the queue, one row per job id."""
 
     class Sorted(Message):
