@@ -12,6 +12,7 @@ Nothing calls a redraw: setting the state is enough.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from textual import getters, on, work
 from textual.app import ComposeResult
@@ -28,11 +29,7 @@ from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.errors import TaoError
-from tao_slurm_tui.screens.composer import ComposerScreen
-from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
-from tao_slurm_tui.screens.logs import LogsScreen
-from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
@@ -40,6 +37,12 @@ from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
+
+if TYPE_CHECKING:
+    from tao_slurm_tui.screens.pipeline_cancel import CancelChoice
+
+# The screens this one opens (composer, logs, modals) are imported when first opened: the
+# queue is the first frame, and they are not in it (issue 23: first frame before later screens).
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -473,6 +476,8 @@ class QueueScreen(Screen[None]):
         """Open the selected job's logs."""
         job = self._selected()
         if job is not None:
+            from tao_slurm_tui.screens.logs import LogsScreen
+
             self.app.push_screen(LogsScreen(self.ctx, job.id))
 
     def action_clone(self) -> None:
@@ -502,6 +507,8 @@ class QueueScreen(Screen[None]):
         ):
             n += 1
         spec["name"] = f"{base}-{n}"[:64]
+        from tao_slurm_tui.screens.composer import ComposerScreen
+
         self.app.push_screen(ComposerScreen(self.ctx, spec))
         if pipeline is not None:
             self.notify(
@@ -520,6 +527,9 @@ class QueueScreen(Screen[None]):
         if job.status.terminal:
             self.notify(f"{job.id} already ended ({job.status}).", severity="warning")
             return
+
+        from tao_slurm_tui.screens.confirm import ConfirmModal
+        from tao_slurm_tui.screens.pipeline_cancel import PipelineCancelModal
 
         pipeline = self._pipeline(job.pipeline_id)
         if pipeline is not None and len(pipeline.steps) > 1:
