@@ -19,6 +19,7 @@ adds an entry, so any new line changes the sizes. Pure: shell text and parsers, 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -172,6 +173,7 @@ def _utc_offset(text: str) -> int:
     return sign * (int(match.group(2)) * 3600 + int(match.group(3)) * 60)
 
 
+@functools.lru_cache(maxsize=4096)
 def slurm_time_to_unix(text: str, utc_offset: int) -> float | None:
     """A SLURM timestamp (``2026-12-01T18:00:00``, the cluster's local time) as unix time."""
     try:

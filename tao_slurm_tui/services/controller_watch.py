@@ -45,16 +45,21 @@ class ControllerWatch:
         """The login host's UTC offset (SLURM prints local times)."""
         self._elapsed: dict[str, tuple[int, float]] = {}
         """SLURM id → (elapsed seconds squeue said, when), for running jobs."""
+        self._paths: dict[tuple[str, str, str], str] = {}
+        """(base dir, job id, SLURM id) → its events file (made once)."""
 
     # ------------------------------------------------------------------ the tick's reads
 
-    @staticmethod
-    def paths(jobs: Iterable[JobRecord], results_root: str) -> dict[str, str]:
+    def paths(self, jobs: Iterable[JobRecord], results_root: str) -> dict[str, str]:
         """Job id → the events file of its latest attempt."""
         out: dict[str, str] = {}
+        known = self._paths
         for job in jobs:
-            paths = JobPaths(job.base_results_dir or results_root, job.id)
-            out[job.id] = paths.run_events(job.attempts[-1].slurm_job_id)
+            key = (job.base_results_dir or results_root, job.id, job.attempts[-1].slurm_job_id)
+            path = known.get(key)
+            if path is None:
+                path = known[key] = JobPaths(key[0], key[1]).run_events(key[2])
+            out[job.id] = path
         return out
 
     def should_ask(self, jobs: Sequence[JobRecord], *, full: bool, accounting: bool) -> str:
@@ -105,6 +110,7 @@ class ControllerWatch:
         keep = set(sids)
         self._runs = {k: v for k, v in self._runs.items() if k in keep}
         self._elapsed = {k: v for k, v in self._elapsed.items() if k in keep}
+        self._paths = {k: v for k, v in self._paths.items() if k[2] in keep}
 
     # ------------------------------------------------------------------ between answers
 
