@@ -69,7 +69,7 @@ bench: venv ## Benchmarks on the sandbox (prints side-by-side ratios)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 .PHONY: screenshots
-screenshots: venv ## Regenerate screenshots/*.svg from the app (deterministic back end)
+screenshots: venv ## Regenerate screenshots/*.svg from the app (the real back end on a fake cluster)
 	$(BIN)/python scripts/screenshots.py
 
 .PHONY: readme-bindings

@@ -1,7 +1,7 @@
 """Benchmark: the TUI's queue tick, first frame, idle CPU and log throughput.
 
 Run with ``.venv/bin/python bench/tui.py`` (no cluster needed: the app runs headless on the
-deterministic ``FakeBackend``). Measures, side by side in one run:
+real back end over a fake cluster, ``services/fakecluster``). Measures, side by side in one run:
 
 1. one queue tick with 2,000 jobs (5% of them changed): our keyed diff
    (:meth:`JobTable.apply`, and the screen's whole tick ``QueueScreen._take``) vs the naive
@@ -51,11 +51,13 @@ from textual.widgets import Log, Static
 
 from tao_slurm_tui.app import TaoSlurmApp, make_app
 from tao_slurm_tui.config import Settings
-from tao_slurm_tui.core.models import JobRecord, Progress
+from tao_slurm_tui.core.models import JobRecord, Progress, TaoStatus
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName
-from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend, seed_jobs
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.demo import Demo
+from tao_slurm_tui.services.fakecluster.seed import FROZEN_TIME
 from tao_slurm_tui.widgets.job_table import COLUMNS, JobTable
 
 HERE = Path(__file__).resolve().parent
@@ -77,9 +79,25 @@ _ROW_ID = re.compile(r"-\d{5}\b")
 # ----------------------------------------------------------------------------------- data
 
 
+def demo_backend(jobs: list[JobRecord] | None = None) -> ClusterBackend:
+    """The real back end on a fresh fake cluster (frozen clock); ``jobs`` are added to its
+    store (ended ones: the cluster is asked nothing about them)."""
+    demo = Demo(tempfile.mkdtemp(prefix="tao-bench-"), workstation=True)
+    backend = demo.backend()
+    with backend.store.batch():
+        for job in jobs or []:
+            backend.store.create_job(job)
+    return backend
+
+
 def make_jobs(count: int) -> list[JobRecord]:
-    """``count`` jobs cycling through the fake's seeded states, newest first."""
-    templates = seed_jobs(FROZEN_TIME)
+    """``count`` jobs cycling through the fake cluster's seeded states, newest first (ended:
+    the records of earlier runs, so no SLURM job stands behind them)."""
+    with tempfile.TemporaryDirectory() as folder:
+        demo = Demo(folder, workstation=True)
+        demo.world("fake")
+        templates = list(reversed(demo.store.list_jobs("fake")))
+        demo.close()
     jobs = []
     for i in range(count):
         job = copy.deepcopy(templates[i % len(templates)])
@@ -87,6 +105,8 @@ def make_jobs(count: int) -> list[JobRecord]:
         job.created_at = FROZEN_TIME - i
         for attempt in job.attempts:
             attempt.slurm_job_id = str(200_000 + i * 2 + attempt.number)
+        if not job.status.terminal:
+            job.status, job.slurm_state = TaoStatus.CANCELED, "CANCELLED"
         jobs.append(job)
     return jobs
 
@@ -108,14 +128,17 @@ def changed(jobs: list[JobRecord], tick: int, fraction: float = CHANGED) -> list
     return out
 
 
-class SnapshotBackend(FakeBackend):
-    """The fake back end minus its defensive deep copies: ``jobs()``/``refresh()`` hand out
-    one prepared list, so the numbers are the UI's (the fake copies 2,000 jobs per call)."""
+class SnapshotBackend(ClusterBackend):
+    """The back end minus the store and the poll: ``jobs()``/``refresh()`` hand out one
+    prepared list, so the numbers are the UI's alone."""
 
     def __init__(self, jobs: list[JobRecord]) -> None:
         """Serve ``jobs`` as they are."""
-        super().__init__(jobs=jobs)
+        demo = Demo(tempfile.mkdtemp(prefix="tao-bench-"), workstation=True)
+        demo.world("fake")
+        super().__init__(demo.config, "fake", store=demo.store)
         self._snapshot = jobs
+        self.refresh_count = 0
 
     def jobs(self) -> list[JobRecord]:
         """The prepared list (the UI never mutates it)."""
@@ -127,6 +150,10 @@ class SnapshotBackend(FakeBackend):
         self.refresh_count += 1
         self._last_poll = self.clock()
         return list(self._snapshot)
+
+    async def followup(self) -> bool:
+        """No accounting follow-up."""
+        return False
 
 
 def rss_kib() -> int:
@@ -214,12 +241,13 @@ class TickResult:
 async def bench_tick() -> tuple[dict[str, TickResult], float]:
     """Our keyed diff vs clear-and-rebuild on the same table, with 2,000 jobs."""
     jobs = make_jobs(JOBS)
-    backend = FakeBackend(jobs=jobs)
+    backend = demo_backend(jobs)
+    jobs = backend.jobs()  # and the seeded ones, as the table shows them
     # One poll on resume, then none for an hour: the bench drives the ticks itself.
     app = make_app(backend, settings=Settings(poll_interval=3600))
     results: dict[str, TickResult] = {}
     async with app.run_test(size=SIZE) as pilot:
-        while backend.refresh_count < 1:
+        while backend.last_poll is None:
             await pilot.pause()
         await pilot.pause()
         screen = app.screen
@@ -286,11 +314,11 @@ async def bench_tick() -> tuple[dict[str, TickResult], float]:
 # ----------------------------------------------------------------------------------- 2. first frame
 
 
-async def first_frame_in_process(copying: bool, count: int = JOBS) -> float:
+async def first_frame_in_process(real: bool, count: int = JOBS) -> float:
     """Seconds from building the app to the first frame with queue rows (2,000 jobs)."""
     jobs = make_jobs(count)  # the store's content exists before the app starts
-    # So does the back end (the fake deep-copies the jobs it is given: not the app's time).
-    backend = FakeBackend(jobs=jobs) if copying else SnapshotBackend(jobs)
+    # So does the back end (filling its store is not the app's time).
+    backend = demo_backend(jobs) if real else SnapshotBackend(jobs)
     start = time.monotonic()
     app = make_app(backend)
     shown, _ = await run_until_first_rows(app)
@@ -428,18 +456,26 @@ class BareApp(App[None]):
 async def child_idle(variant: str, seconds: float) -> dict[str, float]:
     """Run one app headless for ``seconds`` after it settled; report its CPU time."""
     app: App[Any]
-    backend: FakeBackend | None = None
+    count: Callable[[], int] = int  # int() is 0: the bare app never polls
     if variant == "floor":
         app = BareApp()
+    elif variant == "ours-2000":
+        snapshot = SnapshotBackend(make_jobs(JOBS))
+        count = lambda: snapshot.refresh_count  # noqa: E731
+        app = make_app(snapshot)  # default settings: the default poll interval
     else:
-        backend = SnapshotBackend(make_jobs(JOBS)) if variant == "ours-2000" else FakeBackend()
-        app = make_app(backend)  # default settings: the default poll interval
+        # The seeded jobs, polled for real over the fake cluster (its tools run in other
+        # processes: their CPU is the cluster's, not the app's).
+        real = demo_backend()
+        world = real.access.world  # type: ignore[attr-defined]
+        count = lambda: sum("squeue -h -r -t all" in c for c in world.commands)  # noqa: E731
+        app = make_app(real)
     probe = FrameProbe()
     probe.attach(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await asyncio.sleep(2)  # let start-up work (first poll, first frames) finish
-        frames, polls = probe.frames, backend.refresh_count if backend else 0
+        frames, polls = probe.frames, count()
         c0, w0 = cpu_seconds(), time.monotonic()
         await asyncio.sleep(seconds)
         cpu, wall = cpu_seconds() - c0, time.monotonic() - w0
@@ -447,7 +483,7 @@ async def child_idle(variant: str, seconds: float) -> dict[str, float]:
             "cpu": cpu,
             "wall": wall,
             "frames": probe.frames - frames,
-            "polls": (backend.refresh_count if backend else 0) - polls,
+            "polls": count() - polls,
             "rss_kib": rss_kib(),
         }
 
@@ -510,16 +546,21 @@ class Flood:
         self.finished = time.perf_counter()
 
 
-class FloodBackend(FakeBackend):
-    """The fake back end whose main.out floods (main.err stays quiet)."""
+class FloodBackend(ClusterBackend):
+    """The back end whose main.out floods at a set rate (main.err stays quiet): the UI's log
+    path is measured, not how fast the transport delivers."""
 
     def __init__(self, flood: Flood) -> None:
         """Create it around a flood."""
-        super().__init__()
+        demo = Demo(tempfile.mkdtemp(prefix="tao-bench-"), workstation=True)
+        demo.world("fake")
+        super().__init__(demo.config, "fake", store=demo.store)
         self.flood = flood
         self.go = asyncio.Event()
 
-    async def follow_logs(self, job_id: str, stream: LogStreamName) -> AsyncIterator[LogBatch]:
+    async def follow_logs(
+        self, job_id: str, stream: LogStreamName, **_: Any
+    ) -> AsyncIterator[LogBatch]:
         """A small first batch, then the flood once :attr:`go` is set."""
         yield LogBatch([f"[{stream}] start"], 0)
         if stream == "out":
@@ -786,10 +827,10 @@ async def main_async(idle_seconds: float) -> None:
     ticks, floor = await bench_tick()
     print("first frame ...", flush=True)
     in_proc = [await first_frame_in_process(False) for _ in range(FIRST_FRAME_RUNS)]
-    in_proc_copying = [await first_frame_in_process(True) for _ in range(FIRST_FRAME_RUNS)]
+    in_proc_real = [await first_frame_in_process(True) for _ in range(FIRST_FRAME_RUNS)]
     in_proc_one = [await first_frame_in_process(False, 1) for _ in range(FIRST_FRAME_RUNS)]
-    fake = FakeBackend(jobs=make_jobs(JOBS))
-    copy_cost = statistics.median(timed(fake.jobs) for _ in range(3))
+    real = demo_backend(make_jobs(JOBS))
+    read_cost = statistics.median(timed(real.jobs) for _ in range(3))
     home = first_frame_home(JOBS)
     spawned = [first_frame_cli(home) for _ in range(FIRST_FRAME_RUNS)]
     print("log flood ...", flush=True)
@@ -815,10 +856,10 @@ async def main_async(idle_seconds: float) -> None:
                 ", ".join(fmt_s(t) for t in in_proc_one),
             ],
             [
-                "in process, stock `FakeBackend` (deep-copies 2,000 jobs in `jobs()` and in the "
-                f"first poll's `refresh()`: {fmt_s(copy_cost)} each)",
-                fmt_s(statistics.median(in_proc_copying)),
-                ", ".join(fmt_s(t) for t in in_proc_copying),
+                "in process, the real back end over the fake cluster (reads 2,000 jobs from its "
+                f"store in `jobs()`: {fmt_s(read_cost)}; then a real first poll)",
+                fmt_s(statistics.median(in_proc_real)),
+                ", ".join(fmt_s(t) for t in in_proc_real),
             ],
             [
                 "new process: `tao-slurm-tui` (the real app, its store holding 2,000 jobs, in a "

@@ -1,9 +1,12 @@
-"""Render screenshots/*.svg from the app on the deterministic fake back end."""
+"""Render screenshots/*.svg from the app: the real back end over a fake cluster, frozen clock."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -15,17 +18,12 @@ sys.path.insert(0, str(ROOT))
 
 from tao_slurm_tui.app import TaoSlurmApp, make_app  # noqa: E402
 from tao_slurm_tui.config import Settings  # noqa: E402
-from tao_slurm_tui.core.models import JobRecord  # noqa: E402
 from tao_slurm_tui.screens.composer import ComposerScreen  # noqa: E402
 from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
 from tao_slurm_tui.services.backend import Backend  # noqa: E402
-from tao_slurm_tui.services.fake import (  # noqa: E402
-    FROZEN_TIME,
-    FakeBackend,
-    fake_profile,
-    seed_jobs,
-    seed_pipeline,
-)
+from tao_slurm_tui.services.fakecluster.demo import Demo  # noqa: E402
+from tao_slurm_tui.services.fakecluster.seed import FROZEN_TIME, demo_profile  # noqa: E402
+from tests.tui.snapshot_home import snapshot_home  # noqa: E402
 
 SIZES = {"": (160, 45), "-80x24": (80, 24)}
 """File suffix -> terminal size: a big terminal, and the smallest the app must work in."""
@@ -103,13 +101,13 @@ async def help_screen(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
 async def history(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("h")
     await _settle(app, pilot)
-    await pilot.press("down", "down", "down", "down", "down", "down", "down", "down")
+    await pilot.press(*["down"] * 16)  # below our 12 jobs: a foreign one with a hint
 
 
 async def history_output(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await history(app, pilot)
     await _settle(app, pilot)
-    await pilot.press("down", "down", "down", "l")
+    await pilot.press("l")
 
 
 async def pipeline(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
@@ -131,27 +129,28 @@ SHOTS: dict[str, Step] = {
 }
 
 
-def backend(name: str = "fake", jobs: list[JobRecord] | None = None) -> Backend:
-    """The fake back end of a profile; three fake clusters, one of them unreachable."""
-    others = {n: fake_profile() for n in ("fake", "dgx-east", "lab-small")}
-    fake = FakeBackend(
-        clock=lambda: FROZEN_TIME, profile_name=name, other_profiles=others, jobs=jobs
-    )
-    if name == "lab-small":
-        fake.capacity_error = (
-            "Could not connect to any login host on port 22 (lab-login: timed out); check "
-            "the host names, the port and your network or VPN."
-        )
-    return fake
+def clusters_demo(folder: Path, *, pipeline: bool) -> Demo:
+    """Three profiles, each on its own fake cluster; ``lab-small``'s login hosts do not
+    answer."""
+    names = ("fake", "dgx-east", "lab-small")
+    demo = Demo(folder, pipeline=pipeline, workstation=False,
+                profiles={n: demo_profile() for n in names})  # fmt: skip
+    demo.world("lab-small").link = "down"
+    return demo
 
 
-async def shoot(
-    name: str, step: Step, size: tuple[int, int], jobs: list[JobRecord] | None = None
-) -> Path:
-    """Run the app on the fake back end (``jobs``: instead of the seeded ones), drive it to a
-    screen, save the SVG."""
+async def shoot(name: str, step: Step, size: tuple[int, int], *, pipeline: bool = False) -> Path:
+    """Run the app on the fake clusters (``pipeline``: with the three-step pipeline), drive it
+    to a screen, save the SVG."""
+    folder = Path(tempfile.mkdtemp(prefix="tao-shot-"))
+    demo = clusters_demo(folder / "demo", pipeline=pipeline)
+
+    def backend(profile: str | None) -> Backend:
+        opened: Backend = demo.backend(profile)
+        return opened
+
     app = make_app(
-        backend(jobs=jobs),
+        backend("fake"),
         backend_factory=backend,
         settings=Settings(poll_interval=3600),
         clock=lambda: FROZEN_TIME,
@@ -163,17 +162,24 @@ async def shoot(
         # Not wait_for_complete(): log followers run until their screen closes.
         await pilot.pause(0.5)
         path = Path(app.save_screenshot(filename=f"{name}.svg", path=str(OUT)))
+    demo.close()
+    shutil.rmtree(folder, ignore_errors=True)
     return path
 
 
 async def main(names: list[str]) -> None:
     OUT.mkdir(exist_ok=True)
+    # The set-up screen names the SSH key by its path: the same HOME every run.
+    os.environ["HOME"] = str(snapshot_home())
+    # The app's caches (partition limits, the remembered login host) stay out of yours.
+    scratch = Path(tempfile.mkdtemp(prefix="tao-shots-xdg-"))
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        os.environ[var] = str(scratch / var.lower())
     for name, step in SHOTS.items():
         if names and name not in names:
             continue
-        jobs = [*seed_pipeline(), *seed_jobs()] if name == "pipeline" else None
         for suffix, size in SIZES.items():
-            print(await shoot(f"{name}{suffix}", step, size, jobs))
+            print(await shoot(f"{name}{suffix}", step, size, pipeline=name == "pipeline"))
 
 
 if __name__ == "__main__":

@@ -338,7 +338,7 @@ def make_app(
     """Build the app (shared by the CLI, the tests and the screenshot script).
 
     Args:
-        backend: The back end (the cluster one, or ``FakeBackend``).
+        backend: The back end (on a cluster, or demo mode's fake one).
         settings: App settings; defaults when None.
         clock: 'Now'; ``time.time`` when None.
         backend_factory: Builds another profile's back end, enabling 'switch profile'.
@@ -380,7 +380,7 @@ def run_app(
 ) -> int:
     """Open the TUI on profile ``profile`` (None: the default one).
 
-    ``TAO_SLURM_TUI_DEMO=1`` runs it on the deterministic fake back end (no cluster needed).
+    ``TAO_SLURM_TUI_DEMO=1`` runs it on a fake cluster (no cluster needed).
 
     Args:
         config: The loaded config file.

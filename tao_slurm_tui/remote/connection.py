@@ -290,7 +290,7 @@ class Connection:
                 password=self._password,
             )
             try:
-                conn = await open_host(self.profile, host, client, options)
+                conn = await self._login(host, client, options)
             except HostFailed as failed:
                 log.info("login host %s failed: %s", host, failed.reason)
                 failures.append((host, failed.reason))
@@ -307,6 +307,16 @@ class Connection:
             "the host names, the port and your network or VPN.",
             failures,
         )
+
+    async def _login(
+        self, host: str, client: LoginClient, options: dict[str, Any]
+    ) -> asyncssh.SSHClientConnection:
+        """Log in to one login host (:func:`~tao_slurm_tui.remote.login.open_host`).
+
+        The one seam below the connection: the fake cluster (demo mode, the TUI tests) replaces
+        this transport and keeps everything above it (failover, states, reconnect, the shell).
+        """
+        return await open_host(self.profile, host, client, options)
 
     # ------------------------------------------------------------------ drops and reconnect
 

@@ -1,10 +1,10 @@
 """The application layer's interface: the one door both fronts (TUI and CLI) go through.
 
 The fronts never open a connection or import asyncssh; they call the methods of a
-:class:`Backend`, opened once per profile by :mod:`tao_slurm_tui.services.session`. Two
-implementations exist: :class:`~tao_slurm_tui.services.cluster.ClusterBackend` (the services over
-the one SSH connection) and :class:`~tao_slurm_tui.services.fake.FakeBackend`, deterministic, for
-snapshot tests, Pilot tests, screenshots and ``TAO_SLURM_TUI_DEMO=1``.
+:class:`Backend`, opened once per profile by :mod:`tao_slurm_tui.services.session`. One
+implementation exists: :class:`~tao_slurm_tui.services.cluster.ClusterBackend`, the services over
+the profile's one connection; demo mode, snapshots, Pilot tests and screenshots run it over a
+fake cluster (:mod:`tao_slurm_tui.services.fakecluster`).
 
 This module imports no Textual (an import-contract test keeps it so).
 

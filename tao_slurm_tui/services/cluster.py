@@ -2,7 +2,8 @@
 
 :class:`ClusterBackend` implements :class:`~tao_slurm_tui.services.backend.Backend`. Opened once
 per profile (by :func:`tao_slurm_tui.services.session.open_backend`), it owns the profile's one
-:class:`~tao_slurm_tui.remote.connection.Connection`, the
+:class:`~tao_slurm_tui.remote.connection.Connection` (made by its
+:class:`~tao_slurm_tui.remote.access.ClusterAccess`: SSH, or demo mode's fake cluster), the
 :class:`~tao_slurm_tui.services.store.JobStore`, the submitter, the monitor, the log tailer, the
 credentials and the doctor. Every front (each CLI verb, each screen) is a call on it; it adds no
 rules of its own: a spec is resolved (:func:`tao_slurm_tui.core.spec.resolve`) against the
@@ -13,6 +14,7 @@ Nothing is opened until first use: ``render`` touches neither the network nor th
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from functools import cached_property
 from typing import Any
@@ -37,7 +39,8 @@ from tao_slurm_tui.core.spec import (
 )
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
-from tao_slurm_tui.remote.connection import Connection, ConnectionState
+from tao_slurm_tui.remote.access import SSH, ClusterAccess
+from tao_slurm_tui.remote.connection import ConnectionState
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
@@ -61,6 +64,8 @@ class ClusterBackend:
         *,
         store: JobStore | None = None,
         allow_new: bool = False,
+        access: ClusterAccess = SSH,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """Build the back end of profile ``name`` (nothing is opened until first use).
 
@@ -69,6 +74,10 @@ class ClusterBackend:
             name: the profile to use; None: the default (or the one the environment describes).
             store: the job store; default the one under the platform data dir, opened on use.
             allow_new: an unknown profile is a new one to set up (the TUI), not an error.
+            access: how the cluster is reached: its connection, one login host, a host key
+                (SSH; demo mode and the TUI tests pass a fake cluster's).
+            clock: the time of polls and of the capacity cache's age (a frozen one for
+                snapshots); default the real clock.
 
         Raises:
             ConfigError: unknown profile, or a bad environment override.
@@ -78,14 +87,20 @@ class ClusterBackend:
         # The one place a profile is read for the cluster: environment overrides applied.
         self._profile = config.profile(name, allow_new=allow_new)
         self._listeners: list[Callable[[str], None]] = []
-        self.conn = Connection(self._profile, on_state=self._on_state)
+        self.access = access
+        """How the cluster is reached (every connection is made by it)."""
+        self.clock = clock or time.time
+        self.conn = access.connection(self._profile, on_state=self._on_state)
         if store is not None:
             self.store = store
         self._last_poll: float | None = None
         self._poll_warning = ""
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
-        self.capacities = CapacityCache(lambda: fetch_capacity(self.conn, user=self._profile.user))
+        self.capacities = CapacityCache(
+            lambda: fetch_capacity(self.conn, user=self._profile.user),
+            clock=clock or time.monotonic,
+        )
         """The last capacity report, shared by the GPUs screen and the composer's hint."""
 
     # ------------------------------------------------------------------ services, on first use
@@ -98,7 +113,13 @@ class ClusterBackend:
     @cached_property
     def submitter(self) -> Submitter:
         """Stages and submits over the one connection."""
-        return Submitter(self.conn, self.store, self._name, self._profile)
+        return Submitter(
+            self.conn,
+            self.store,
+            self._name,
+            self._profile,
+            host_connection=lambda host: self.access.to_host(self._profile, host),
+        )
 
     @cached_property
     def history(self) -> HistoryService:
@@ -115,7 +136,8 @@ class ClusterBackend:
             self._profile,
             resubmit=self.submitter.resubmit,
             reconcile=self.submitter.reconcile_interrupted,
-            paced=True,
+            clock=self.clock,
+            paced=self.access.jobs_write_events,
         )
 
     # ------------------------------------------------------------------ profile
@@ -320,12 +342,16 @@ class ClusterBackend:
     async def doctor(self, spec_path: str | None = None) -> DoctorReport:
         """The preflight checks, over the one connection."""
         return await run_doctor(
-            self._profile, profile_name=self._name, spec_path=spec_path, connection=self.conn
+            self._profile,
+            profile_name=self._name,
+            spec_path=spec_path,
+            connection=self.conn,
+            access=self.access,
         )
 
     async def fetch_host_key(self, host: str) -> HostKeyInfo:
         """Fetch a login host's key for the user to inspect; nothing is written."""
-        info = await sshsetup.fetch_host(self._profile, host)
+        info = await sshsetup.fetch_host(self._profile, host, access=self.access)
         self._fetched[host] = info
         return info
 
@@ -348,7 +374,9 @@ class ClusterBackend:
     async def install_key(self, password: str) -> None:
         """Install the public key on every login host with one password login each."""
         for host in self._profile.hostnames:
-            await sshsetup.install_public_key(self._profile, password, host=host)
+            await sshsetup.install_public_key(
+                self._profile, password, host=host, access=self.access
+            )
 
     async def fix_key_permissions(self) -> None:
         """chmod 600 the private key (the user agreed)."""

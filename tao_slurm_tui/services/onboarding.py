@@ -42,6 +42,7 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.quoting import home_path
 from tao_slurm_tui.core.spec import SpecDraft, resolve
 from tao_slurm_tui.errors import BadInput, OperationFailed
+from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import (
     ConnectError,
     Connection,
@@ -50,7 +51,6 @@ from tao_slurm_tui.remote.connection import (
     RemoteError,
 )
 from tao_slurm_tui.remote.hostkeys import (
-    fetch_profile_host_key,
     host_key_target,
     keys_for_host,
     read_known_hosts,
@@ -231,7 +231,9 @@ def _unusable(key: Path, exc: Exception) -> CheckResult:
     )
 
 
-async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
+async def check_host_keys(
+    profile: Profile, *, access: ClusterAccess = SSH
+) -> tuple[CheckResult, list[str]]:
     """Each login host's key is in known_hosts.
 
     Only hosts without an entry are contacted, to show the key's fingerprint for trusting it
@@ -243,7 +245,7 @@ async def check_host_keys(profile: Profile) -> tuple[CheckResult, list[str]]:
     kh = known_hosts_path(profile)
     try:
         text = read_known_hosts(kh)
-        survey = await _survey_host_keys(profile, text)
+        survey = await _survey_host_keys(profile, text, access)
     except BadInput as exc:  # a directory, unreadable, a broken ~/.ssh/config: say the fix
         return result("host_keys", CheckStatus.FAIL, str(exc)), []
     known, unknown, unreachable = survey
@@ -256,7 +258,9 @@ _HostSurvey = tuple[list[str], list[tuple[str, HostKeyInfo]], list[tuple[str, st
 """(known login hosts, (unknown login host, its key), (unreachable login host, why))."""
 
 
-async def _survey_host_keys(profile: Profile, known_hosts: str) -> _HostSurvey:
+async def _survey_host_keys(
+    profile: Profile, known_hosts: str, access: ClusterAccess
+) -> _HostSurvey:
     """Which login hosts known_hosts knows; the key of each other one (or why it is unreachable).
 
     Raises:
@@ -272,7 +276,7 @@ async def _survey_host_keys(profile: Profile, known_hosts: str) -> _HostSurvey:
             known.append(host)
             continue
         try:
-            unknown.append((host, await fetch_profile_host_key(profile, host)))
+            unknown.append((host, await access.host_key(profile, host)))
         except ConnectError as exc:
             reason = exc.failures[0][1] if exc.failures else str(exc)
             unreachable.append((host, reason))
@@ -396,6 +400,7 @@ async def run_doctor(
     connection: Connection | None = None,
     on_result: ResultCallback | None = None,
     environ: Mapping[str, str] | None = None,
+    access: ClusterAccess = SSH,
 ) -> DoctorReport:
     """Run every check in order.
 
@@ -409,6 +414,7 @@ async def run_doctor(
             host and closed afterwards.
         on_result: called with each result as soon as it is known.
         environ: environment (for ``SSH_AUTH_SOCK``); default ``os.environ``.
+        access: how the login hosts are reached (default: SSH).
 
     Raises:
         BadInput: the spec cannot be read.
@@ -420,19 +426,16 @@ async def run_doctor(
         if on_result is not None:
             on_result(res)
 
-    facts = (
-        spec if spec is not None else (load_spec_facts(spec_path, profile) if spec_path else None)
-    )
-
+    facts = spec if spec is not None or not spec_path else load_spec_facts(spec_path, profile)
     emit(preflight.evaluate_profile(profile.missing_required(), profile_name))
     emit(check_ssh_key(profile, environ))
     if not profile.hostnames or not profile.user:
         _skip_from(2, "the profile is incomplete", emit)
         return report
 
-    host_result, known = await check_host_keys(profile)
+    host_result, known = await check_host_keys(profile, access=access)
     emit(host_result)
-    logins = _Logins(profile, known, connection)
+    logins = _Logins(profile, known, connection, access)
     try:
         login_result = await logins.try_each()
         emit(login_result)
@@ -460,11 +463,16 @@ class _Logins:
     with (the caller's, when it works; else the first that logged in)."""
 
     def __init__(
-        self, profile: Profile, known: Sequence[str], connection: Connection | None
+        self,
+        profile: Profile,
+        known: Sequence[str],
+        connection: Connection | None,
+        access: ClusterAccess,
     ) -> None:
         self.profile = profile
         self.known = known
         self.connection = connection
+        self.access = access
         self.working: Connection | None = None
         self._opened: list[Connection] = []
 
@@ -484,7 +492,7 @@ class _Logins:
                 continue
             if host not in self.known:
                 continue
-            login, conn = await open_key_login(profile, host)
+            login, conn = await open_key_login(profile, host, access=self.access)
             checks.append(login)
             if conn is not None:
                 self._opened.append(conn)

@@ -1,27 +1,34 @@
-"""Opening the application layer: one back end per profile, real or (``TAO_SLURM_TUI_DEMO=1``) fake.
+"""Opening the application layer: one back end per profile, on the cluster or (demo) a fake one.
 
 Every front opens its back end here: each CLI verb (through
 :class:`~tao_slurm_tui.commands.context.CliContext`) and the TUI (its profile switcher too).
+With ``TAO_SLURM_TUI_DEMO=1`` the back end is the same
+:class:`~tao_slurm_tui.services.cluster.ClusterBackend`, over the fake cluster of
+:mod:`tao_slurm_tui.services.fakecluster` (kept in the cache dir's ``demo`` folder: its own
+config, store, SSH key and known_hosts; the user's are never touched). Demo mode needs Linux:
+the fake cluster runs the real remote commands in a local ``sh`` with GNU tools, as the
+cluster's login host would.
 """
 
 from __future__ import annotations
 
 import os
-import time
+import sys
 from collections.abc import Callable, Mapping
 
 from tao_slurm_tui.config import Config
+from tao_slurm_tui.errors import ConfigError
 from tao_slurm_tui.services.backend import Backend
 
 DEMO_VARIABLE = "TAO_SLURM_TUI_DEMO"
-"""Set to ``1`` to run every front on the deterministic fake back end (no cluster needed)."""
+"""Set to ``1`` to run every front on a fake cluster (no cluster needed; Linux only)."""
 
 BackendFactory = Callable[[str | None], Backend]
 """Opens the back end of a profile by name (None: the default profile)."""
 
 
 def demo_mode(environ: Mapping[str, str] | None = None) -> bool:
-    """True when :data:`DEMO_VARIABLE` asks for the fake back end."""
+    """True when :data:`DEMO_VARIABLE` asks for the fake cluster."""
     return (os.environ if environ is None else environ).get(DEMO_VARIABLE) == "1"
 
 
@@ -37,12 +44,18 @@ def backend_factory(
             failing (the CLI verbs).
     """
     if demo_mode(environ):
-        from tao_slurm_tui.services.fake import FakeBackend
+        if not sys.platform.startswith("linux"):
+            raise ConfigError(
+                f"{DEMO_VARIABLE}=1 needs Linux (the fake cluster runs the remote commands with "
+                "GNU tools, as a cluster's login host does); unset it to use a real cluster."
+            )
+        from tao_slurm_tui.services.fakecluster.demo import Demo, demo_directory
+
+        # The real clock, as the header's: the demo's jobs run while you watch.
+        demo = Demo(demo_directory(), now=None, poll_interval=config.settings.poll_interval)
 
         def fake(name: str | None) -> Backend:
-            # The real clock, as the header's: a frozen fake would be 'polled 4909h ago'.
-            backend = FakeBackend(profile_name=config.profile_name(name), clock=time.time)
-            backend.poll_interval = config.settings.poll_interval
+            backend: Backend = demo.backend(name, allow_new=allow_new)
             return backend
 
         return fake

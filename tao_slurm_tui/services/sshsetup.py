@@ -32,7 +32,7 @@ import asyncssh
 from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.profile import DEFAULT_KNOWN_HOSTS, Profile
 from tao_slurm_tui.errors import BadInput, OperationFailed
-from tao_slurm_tui.remote.authprobe import probe_login
+from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import (
     AuthenticationFailed,
     CommandResult,
@@ -41,7 +41,6 @@ from tao_slurm_tui.remote.connection import (
     UnknownHostKey,
 )
 from tao_slurm_tui.remote.hostkeys import (
-    fetch_profile_host_key,
     fingerprint,
     normalize_public_key,
     trust_host_key,
@@ -263,22 +262,22 @@ def key_mode(path: str | Path) -> int | None:
 # ----------------------------------------------------------------------------------- host keys
 
 
-async def fetch_host_keys(profile: Profile) -> list[HostKeyInfo]:
+async def fetch_host_keys(profile: Profile, *, access: ClusterAccess = SSH) -> list[HostKeyInfo]:
     """Fetch the host key of every login host (nothing is written).
 
     Raises:
         ConnectError: a host could not be reached (its name is in the message).
     """
-    return [await fetch_profile_host_key(profile, h) for h in profile.hostnames]
+    return [await access.host_key(profile, h) for h in profile.hostnames]
 
 
-async def fetch_host(profile: Profile, host: str) -> HostKeyInfo:
+async def fetch_host(profile: Profile, host: str, *, access: ClusterAccess = SSH) -> HostKeyInfo:
     """Fetch one login host's key for the user to inspect (nothing is written).
 
     Raises:
         ConnectError: the host could not be reached.
     """
-    return await fetch_profile_host_key(profile, host)
+    return await access.host_key(profile, host)
 
 
 def trust_host(profile: Profile, info: HostKeyInfo) -> Path:
@@ -301,6 +300,7 @@ async def install_public_key(
     *,
     host: str | None = None,
     public_key: str | None = None,
+    access: ClusterAccess = SSH,
 ) -> KeyInstall:
     """Install the profile's public key on one login host with a one-time password login.
 
@@ -313,6 +313,7 @@ async def install_public_key(
         password: the user's password on the cluster (never stored or logged).
         host: the login host (default: the first of the profile).
         public_key: the public key line (default: ``<ssh_key_path>.pub``).
+        access: how the login host is reached (default: SSH).
 
     Raises:
         BadInput: no key to install, or the password is empty.
@@ -328,7 +329,7 @@ async def install_public_key(
     # The pair itself may not be readable yet (e.g. permissions): the password login must not
     # fail on it, so offer no key file in this one login.
     login_profile = profile.model_copy(update={"ssh_key_path": ""})
-    conn = Connection.to_host(login_profile, host, password=password)
+    conn = access.to_host(login_profile, host, password=password)
     res: CommandResult | None = None
     try:
         try:
@@ -340,7 +341,7 @@ async def install_public_key(
     finally:
         await conn.close()
     if res is None:
-        probe = await probe_login(login_profile, host, password=password)
+        probe = await access.probe_login(login_profile, host, password=password)
         del password
         if probe.two_factor:
             raise TwoFactorRequired(two_factor_explanation(profile, host))
@@ -389,7 +390,9 @@ def _authorize_outcome(host: str, res: CommandResult) -> KeyInstall:
 # ----------------------------------------------------------------------------------- verify
 
 
-async def verify_key_login(profile: Profile, host: str | None = None) -> list[LoginCheck]:
+async def verify_key_login(
+    profile: Profile, host: str | None = None, *, access: ClusterAccess = SSH
+) -> list[LoginCheck]:
     """Try a key-only login (key or agent, no password) on one or every login host.
 
     Each login runs ``true`` to prove commands work, then closes.
@@ -400,7 +403,7 @@ async def verify_key_login(profile: Profile, host: str | None = None) -> list[Lo
     hosts = [host] if host else list(profile.hostnames)
     results = []
     for h in hosts:
-        check, conn = await open_key_login(profile, h)
+        check, conn = await open_key_login(profile, h, access=access)
         if conn is not None:
             try:
                 res = await conn.run("true", timeout=profile.connect_timeout + 5)
@@ -414,7 +417,9 @@ async def verify_key_login(profile: Profile, host: str | None = None) -> list[Lo
     return results
 
 
-async def open_key_login(profile: Profile, host: str) -> tuple[LoginCheck, Connection | None]:
+async def open_key_login(
+    profile: Profile, host: str, *, access: ClusterAccess = SSH
+) -> tuple[LoginCheck, Connection | None]:
     """Open a key-only connection to ``host`` (one of the profile's login hosts).
 
     Returns:
@@ -422,12 +427,12 @@ async def open_key_login(profile: Profile, host: str) -> tuple[LoginCheck, Conne
         server refuses the key, one more instrumented attempt tells whether it asked for a
         one-time code (``two_factor``).
     """
-    conn = Connection.to_host(profile, host)
+    conn = access.to_host(profile, host)
     try:
         await conn.connect()
     except AuthenticationFailed as exc:
         await conn.close()
-        probe = await probe_login(profile, host)
+        probe = await access.probe_login(profile, host)
         if probe.two_factor:
             return (
                 LoginCheck(

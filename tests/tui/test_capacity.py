@@ -1,8 +1,9 @@
 """Pilot tests and snapshots: the capacity screen, the all-clusters overview, the composer's
-start estimate — on the fake back end (its cluster: services/fake_capacity.py)."""
+start estimate — the real back ends on fake clusters (services/fakecluster)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
@@ -17,36 +18,38 @@ from tao_slurm_tui.screens.overview import OverviewScreen
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.capacity_cache import CAPACITY_MAX_AGE
-from tao_slurm_tui.services.fake import FakeBackend, fake_profile
-from tests.tui.conftest import SIZE, frozen
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.seed import demo_profile
+from tests.tui.conftest import SIZE, capacity_refreshes, estimates, frozen, open_demo
 from tests.tui.test_composer import GOOD
 from tests.tui.waits import settle, shown, wait_for
 
 SMALL = (80, 24)
 LARGE = (160, 45)
 DOWN = (
-    "Could not connect to any login host on port 22 (lab-login: timed out); check the host "
-    "names, the port and your network or VPN."
+    "Could not connect to any login host on port 22 (login1.example.org: no answer within 10 "
+    "s; login2.example.org: no answer within 10 s); check the host names, the port and your "
+    "network or VPN."
 )
 
 
 class Clusters:
-    """Fake back ends of three profiles; ``lab-small`` cannot be reached."""
+    """Back ends of three profiles, each on its own fake cluster; ``lab-small``'s login hosts
+    do not answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path) -> None:
         self.built: list[str] = []
+        names = ("fake", "dgx-east", "lab-small")
+        self.demo = open_demo(folder, profiles={n: demo_profile() for n in names})
+        self.demo.world("lab-small").link = "down"
 
-    def __call__(self, name: str) -> Backend:
-        self.built.append(name)
-        others = {n: fake_profile() for n in ("dgx-east", "lab-small", "fake")}
-        backend = FakeBackend(clock=frozen, profile_name=name, other_profiles=others)
-        if name == "lab-small":
-            backend.capacity_error = DOWN
-        return backend
+    def __call__(self, name: str | None) -> Backend:
+        self.built.append(name or "fake")
+        return self.demo.backend(name)
 
 
-def _app(factory: Clusters | None = None) -> TaoSlurmApp:
-    factory = factory or Clusters()
+def _app(folder: Path, factory: Clusters | None = None) -> TaoSlurmApp:
+    factory = factory or Clusters(folder)
     return make_app(
         factory("fake"),
         settings=Settings(poll_interval=3600),
@@ -83,21 +86,22 @@ async def _overview(pilot: Pilot[Any]) -> OverviewScreen:
 # ----------------------------------------------------------------------------------- capacity
 
 
-async def test_capacity_screen_shows_partitions_and_refreshes() -> None:
-    app = _app()
+async def test_capacity_screen_shows_partitions_and_refreshes(tmp_path: Path) -> None:
+    app = _app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _capacity(pilot)
         backend = app.backend
-        assert isinstance(backend, FakeBackend)
+        assert isinstance(backend, ClusterBackend)
+        world = backend.access.world  # type: ignore[attr-defined]
         assert screen.view.table.row_count == 3
         summary = str(screen.view.summary.render())
         assert summary.startswith("21 GPUs free · you (researcher): 3 running (12 GPUs)")
         out = str(screen.query_one("#cap-out-text", Static).render())
         assert "gpu-a04 drained: Xid 79" in out
-        count = backend.capacity_count
+        count = capacity_refreshes(world)
         await pilot.press("r")
-        await wait_for(pilot, lambda: backend.capacity_count == count + 1, "one more refresh")
-        backend.capacity_error = "Could not read the cluster's capacity: SLURM is down."
+        await wait_for(pilot, lambda: capacity_refreshes(world) == count + 1, "one more refresh")
+        world.fail("scontrol")  # slurmctld stops answering
         await pilot.press("r")
         await wait_for(pilot, lambda: screen.view.summary.has_class("-error"), "the error")
         assert "from the last refresh" in str(screen.view.summary.render())
@@ -106,8 +110,8 @@ async def test_capacity_screen_shows_partitions_and_refreshes() -> None:
         await shown(pilot, QueueScreen)
 
 
-async def test_capacity_refresh_pauses_while_hidden() -> None:
-    app = _app()
+async def test_capacity_refresh_pauses_while_hidden(tmp_path: Path) -> None:
+    app = _app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _capacity(pilot)
         assert screen._timer is not None
@@ -118,9 +122,11 @@ async def test_capacity_refresh_pauses_while_hidden() -> None:
 # ----------------------------------------------------------------------------------- overview
 
 
-async def test_overview_lazily_one_back_end_each_failure_in_place_and_switch() -> None:
-    factory = Clusters()
-    app = _app(factory)
+async def test_overview_lazily_one_back_end_each_failure_in_place_and_switch(
+    tmp_path: Path,
+) -> None:
+    factory = Clusters(tmp_path)
+    app = _app(tmp_path, factory)
     async with app.run_test(size=SIZE) as pilot:
         assert factory.built == ["fake"]  # nothing else opened before the overview
         screen = await _overview(pilot)
@@ -156,70 +162,74 @@ async def _composer(pilot: Pilot[Any], **over: Any) -> ComposerScreen:
     return screen
 
 
-async def test_composer_estimate_and_debounced_refresh() -> None:
-    app = _app()
+async def test_composer_estimate_and_debounced_refresh(tmp_path: Path) -> None:
+    app = _app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _composer(pilot, num_gpus=8)
         backend = app.backend
-        assert isinstance(backend, FakeBackend)
+        assert isinstance(backend, ClusterBackend)
+        world = backend.access.world  # type: ignore[attr-defined]
         text = str(screen.estimate.render())
         assert "As is: 05-10 10:00 (in ~2 h)" in text
         assert "Sooner: polar3: now" in text
         assert "Sooner: 4 GPUs per node: now" in text
         assert "The largest free block is 4 GPUs (gpu-a01); 8 GPUs per node waits." in text
-        count = backend.estimate_count
+        count = estimates(world)
         # Longer than any gap between two key presses on a loaded machine: one question.
         screen.estimate_delay = 4.0
         field = screen.query_one("#f-num_gpus", Input)
         field.focus()
         await pilot.press("backspace", "2", "backspace", "4")
         await wait_for(pilot, lambda: "As is: now" in str(screen.estimate.render()), "now")
-        assert backend.estimate_count == count + 1  # four keystrokes, one question
+        assert estimates(world) == count + 1  # four keystrokes, one question
         # A change that does not move the start (the command) asks nothing.
         screen.query_one("#f-command", Input).value = "dino evaluate"
         await settle(pilot)
         await pilot.pause(0.1)
-        assert backend.estimate_count == count + 1
+        assert estimates(world) == count + 1
 
 
-async def test_composer_block_hint_on_first_open_shares_the_capacity_cache() -> None:
+async def test_composer_block_hint_on_first_open_shares_the_capacity_cache(
+    tmp_path: Path,
+) -> None:
     """The free-block hint needs no visit to the GPUs screen: the composer's first estimate
     fetches the capacity itself (once), later estimates reuse it while it is fresh, the GPUs
     screen refreshes the same cache, and a stale report is fetched again."""
-    now = [frozen()]
-    backend = FakeBackend(clock=lambda: now[0])
+    demo = open_demo(tmp_path / "demo")
+    world = demo.world("fake")
+    backend = demo.backend()
     app = make_app(backend, settings=Settings(poll_interval=3600), clock=frozen, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        assert backend.capacity_count == 0
+        assert capacity_refreshes(world) == 0
         screen = await _composer(pilot, num_gpus=8)
         hint = "The largest free block is 4 GPUs (gpu-a01); 8 GPUs per node waits."
         await wait_for(pilot, lambda: hint in str(screen.estimate.render()), "the block hint")
-        assert backend.capacity_count == 1
+        assert capacity_refreshes(world) == 1
         screen.estimate_delay = 0.05
         field = screen.query_one("#f-num_gpus", Input)
         field.value = "4"
         fits = "1 node x 4 GPUs fits a free block now (gpu-a01: 4 a100 free)."
         await wait_for(pilot, lambda: fits in str(screen.estimate.render()), "it fits now")
-        assert backend.capacity_count == 1  # fresh: the same report
+        assert capacity_refreshes(world) == 1  # fresh: the same report
         await pilot.press("escape")
         await shown(pilot, ConfirmModal)  # the form was edited: discard it
         await pilot.press("y")
         await _capacity(pilot)
-        await wait_for(pilot, lambda: backend.capacity_count == 2, "the GPUs screen's refresh")
+        await wait_for(pilot, lambda: capacity_refreshes(world) == 2, "the GPUs screen's refresh")
         fetched_at = backend.capacities.fetched_at
-        assert fetched_at == now[0]
+        assert fetched_at == world.now()
         await pilot.press("escape")
         await shown(pilot, QueueScreen)
-        now[0] += CAPACITY_MAX_AGE + 1  # the report is stale now
+        world.advance(CAPACITY_MAX_AGE + 1)  # the report is stale now
         again = await _composer(pilot, num_gpus=8)
         await wait_for(pilot, lambda: hint in str(again.estimate.render()), "the hint again")
-        assert backend.capacity_count == 3
+        assert capacity_refreshes(world) == 3
 
 
-async def test_composer_estimate_failure_is_one_sentence() -> None:
-    app = _app()
+async def test_composer_estimate_failure_is_one_sentence(tmp_path: Path) -> None:
+    app = _app(tmp_path)
     backend = app.backend
-    assert isinstance(backend, FakeBackend)
+    assert isinstance(backend, ClusterBackend)
 
     async def refuse(job: Any) -> Any:
         from tao_slurm_tui.errors import OperationFailed
@@ -241,28 +251,28 @@ async def test_composer_estimate_failure_is_one_sentence() -> None:
 # ----------------------------------------------------------------------------------- snapshots
 
 
-def test_snapshot_capacity_small(snap_compare: Any) -> None:
+def test_snapshot_capacity_small(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _capacity(pilot)
 
-    assert snap_compare(_app(), terminal_size=SMALL, run_before=run_before)
+    assert snap_compare(_app(tmp_path), terminal_size=SMALL, run_before=run_before)
 
 
-def test_snapshot_capacity_large(snap_compare: Any) -> None:
+def test_snapshot_capacity_large(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _capacity(pilot)
 
-    assert snap_compare(_app(), terminal_size=LARGE, run_before=run_before)
+    assert snap_compare(_app(tmp_path), terminal_size=LARGE, run_before=run_before)
 
 
-def test_snapshot_overview_small(snap_compare: Any) -> None:
+def test_snapshot_overview_small(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _overview(pilot)
 
-    assert snap_compare(_app(), terminal_size=SMALL, run_before=run_before)
+    assert snap_compare(_app(tmp_path), terminal_size=SMALL, run_before=run_before)
 
 
-def test_snapshot_overview_large_failure_highlighted(snap_compare: Any) -> None:
+def test_snapshot_overview_large_failure_highlighted(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _overview(pilot)
         await pilot.press("down", "down")
@@ -270,13 +280,13 @@ def test_snapshot_overview_large_failure_highlighted(snap_compare: Any) -> None:
         await wait_for(pilot, lambda: detail.has_class("-failed"), "the failure shown")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=LARGE, run_before=run_before)
+    assert snap_compare(_app(tmp_path), terminal_size=LARGE, run_before=run_before)
 
 
-def test_snapshot_composer_estimate(snap_compare: Any) -> None:
+def test_snapshot_composer_estimate(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _composer(pilot, num_gpus=8)
         field = screen.query_one("#f-name", Input)
         await wait_for(pilot, lambda: field.has_focus, "the focused name field")
 
-    assert snap_compare(_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_app(tmp_path), terminal_size=SIZE, run_before=run_before)

@@ -10,7 +10,8 @@ from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.world import World
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import record_notifications, settle, shown, wait_for
 
@@ -123,8 +124,10 @@ async def test_preview_follows_the_form(app: Any) -> None:
         )
 
 
-async def test_failed_submit_keeps_the_form_and_shows_slurms_message(fake: FakeBackend) -> None:
-    fake.submit_error = "sbatch: error: invalid partition specified: bogus"
+async def test_failed_submit_keeps_the_form_and_shows_slurms_message(
+    fake: ClusterBackend, world: World
+) -> None:
+    world.fail("sbatch", "invalid partition specified: bogus")
     app = build_app(fake)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
@@ -144,7 +147,7 @@ async def test_failed_submit_keeps_the_form_and_shows_slurms_message(fake: FakeB
         assert "compose-test" not in {j.id for j in fake.jobs()}
 
 
-async def test_submit_with_errors_is_refused_locally(fake: FakeBackend) -> None:
+async def test_submit_with_errors_is_refused_locally(fake: ClusterBackend) -> None:
     app = build_app(fake)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
@@ -155,12 +158,12 @@ async def test_submit_with_errors_is_refused_locally(fake: FakeBackend) -> None:
         )
         await settle(pilot)
         assert app.screen is screen
-        assert "command" in screen.errors
-        assert screen.focused is screen.query_one("#f-command")
+        assert {"name", "command"} <= set(screen.errors)  # a new job has neither yet
+        assert screen.focused is screen.query_one("#f-name")  # the first field to fix
         assert "compose-test" not in {j.id for j in fake.jobs()} and not screen.submitting
 
 
-async def test_good_submit_shows_stages_returns_to_queue(fake: FakeBackend) -> None:
+async def test_good_submit_shows_stages_returns_to_queue(fake: ClusterBackend) -> None:
     app = build_app(fake)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
@@ -247,7 +250,7 @@ async def test_no_errors_before_typing_and_labels_in_messages(app: Any) -> None:
         await wait_for(pilot, lambda: _error(screen, "command") != "", "the command's error")
 
 
-async def test_duplicate_job_name_flagged_while_typing(app: Any, fake: FakeBackend) -> None:
+async def test_duplicate_job_name_flagged_while_typing(app: Any, fake: ClusterBackend) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, GOOD)
         await _type(pilot, screen, "name", "detect-ok")  # a job in the queue

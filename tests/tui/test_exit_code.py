@@ -11,13 +11,13 @@ import pytest
 from tao_slurm_tui.app import TaoSlurmApp, run_app
 from tao_slurm_tui.config import Config
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import shown, wait_for
 
 
 async def test_a_crash_in_a_handler_sets_exit_status_1(
-    fake: FakeBackend, monkeypatch: pytest.MonkeyPatch
+    fake: ClusterBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def boom(self: QueueScreen) -> None:
         raise RuntimeError("a bug")

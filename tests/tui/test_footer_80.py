@@ -1,6 +1,6 @@
 """At 80x24 every screen's footer shows its keys whole (issue: "^ppale tte" at 80 columns).
 
-Each screen is opened the way a researcher opens it (keys from the queue, on the fake back end);
+Each screen is opened the way a researcher opens it (keys from the queue, on the fake cluster);
 then every key the footer shows must be drawn in full, in order, left of the palette key docked
 on the right, and the screen's own keys must all be among them (only the app-wide ones, listed
 in the help, leave a narrow footer).
@@ -8,6 +8,7 @@ in the help, leave a narrow footer).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +25,9 @@ from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.onboarding import OnboardingScreen
 from tao_slurm_tui.screens.overview import OverviewScreen
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend, seed_jobs, seed_pipeline
+from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.widgets.app_footer import AppFooter
-from tests.tui.conftest import build_app, frozen
+from tests.tui.conftest import build_app, open_demo
 from tests.tui.waits import settle, shown
 
 SMALL = (80, 24)
@@ -40,7 +41,7 @@ SCREENS: dict[str, tuple[tuple[str, ...], type[Screen[Any]]]] = {
     "capacity": (("p",), CapacityScreen),
     "clusters": (("a",), OverviewScreen),
     "history": (("h",), HistoryScreen),
-    "history-output": (("h", *["down"] * 11, "l"), JobOutputScreen),
+    "history-output": (("h", *["down"] * 14, "l"), JobOutputScreen),  # below our 12 jobs
     "help": (("question_mark",), HelpScreen),
     "onboarding": (("d",), OnboardingScreen),
 }
@@ -52,10 +53,9 @@ def footer_line(pilot: Pilot[Any]) -> str:
 
 
 @pytest.mark.parametrize("name", SCREENS)
-async def test_every_footer_key_is_shown_whole_at_80x24(name: str) -> None:
+async def test_every_footer_key_is_shown_whole_at_80x24(name: str, tmp_path: Path) -> None:
     keys, screen_type = SCREENS[name]
-    jobs = [*seed_pipeline(), *seed_jobs()] if name == "pipeline" else None
-    app = build_app(FakeBackend(clock=frozen, jobs=jobs))
+    app = build_app(open_demo(tmp_path / "demo", pipeline=name == "pipeline").backend())
     async with app.run_test(size=SMALL) as pilot:
         await shown(pilot, QueueScreen)
         await settle(pilot)
@@ -95,8 +95,8 @@ async def test_every_footer_key_is_shown_whole_at_80x24(name: str) -> None:
                 assert active.binding.action in shown_actions, f"{name}: {active.binding} hidden"
 
 
-async def test_a_wide_footer_keeps_the_app_wide_keys() -> None:
-    app = build_app(FakeBackend(clock=frozen))
+async def test_a_wide_footer_keeps_the_app_wide_keys(fake: ClusterBackend) -> None:
+    app = build_app(fake)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await shown(pilot, QueueScreen)
         await settle(pilot)

@@ -15,7 +15,9 @@ from tao_slurm_tui.config import Settings
 from tao_slurm_tui.screens.help import HelpScreen
 from tao_slurm_tui.screens.onboarding import OnboardingScreen
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.seed import FROZEN_TIME
+from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.app_header import (
     AppHeader,
     ConnectionStateChanged,
@@ -33,7 +35,7 @@ WATCHED = ("connection_state", "last_poll", "profile_name")
 class ReadCounter:
     """A back end that counts reads of what the header shows (everything else passes through)."""
 
-    def __init__(self, inner: FakeBackend) -> None:
+    def __init__(self, inner: ClusterBackend) -> None:
         self.inner = inner
         self.reads: Counter[str] = Counter()
 
@@ -81,8 +83,9 @@ def test_the_age_reads_in_steps_and_says_when_it_changes() -> None:
     assert until_ago_changes(9.99) == 0.25  # never a busy loop around the step
 
 
-async def test_a_connection_change_reaches_every_header_without_polling() -> None:
-    fake = FakeBackend(clock=Clock())
+async def test_a_connection_change_reaches_every_header_without_polling(
+    fake: ClusterBackend, world: World
+) -> None:
     backend = ReadCounter(fake)
     app = _app(backend, Clock())
     heard: list[str] = []
@@ -101,29 +104,35 @@ async def test_a_connection_change_reaches_every_header_without_polling() -> Non
         headers = [queue.query_one(AppHeader), help_screen.query_one(AppHeader)]
         backend.reads.clear()
 
-        fake.set_state("reconnecting")
-        await wait_for(
-            pilot,
-            lambda: all(h.status.connection == "reconnecting" for h in headers),
-            "both headers reconnecting",
-        )
-        assert heard == ["reconnecting"]
-        assert "◐ reconnecting" in _line(app)
-        fake.set_state("down")
+        # The network goes, and the open connection with it: the real Connection reports
+        # 'reconnecting', then 'down' once its reconnects gave up.
+        heard.clear()
+        world.link = "down"
+        world.drop()
         await wait_for(pilot, lambda: "○ down" in _line(app), "the help's header down")
-        assert headers[0].status.connection == "down"  # the hidden queue's header too
+        # Each reconnect attempt is heard (its words change); then the end of them.
+        assert heard[0] == "reconnecting" and heard[-1] == "down"
+        assert set(heard) == {"reconnecting", "down"}
+        assert all(h.status.connection == "down" for h in headers)  # the hidden queue's too
 
         # Longer than the 5 s the header used to poll: it asks the back end nothing.
         await pilot.pause(5.5)
         assert backend.reads == Counter()
 
 
-async def test_a_poll_restarts_the_age_which_redraws_when_its_text_changes() -> None:
+async def test_a_poll_restarts_the_age_which_redraws_when_its_text_changes(
+    fake: ClusterBackend, world: World
+) -> None:
     clock = Clock()
-    fake = FakeBackend(clock=clock)
     backend = ReadCounter(fake)
     app = _app(backend, clock)
-    async with app.run_test(size=SIZE) as pilot:
+    heard: list[str] = []
+
+    def hear(message: Message) -> None:
+        if isinstance(message, ConnectionStateChanged):
+            heard.append(message.state)
+
+    async with app.run_test(size=SIZE, message_hook=hear) as pilot:
         queue = await shown(pilot, QueueScreen)
         await wait_for(pilot, lambda: queue.polled_ok, "the first poll")
         await settle(pilot)
@@ -131,7 +140,8 @@ async def test_a_poll_restarts_the_age_which_redraws_when_its_text_changes() -> 
         assert app.session.last_poll == clock.now == header.status.last_poll
         assert "polled 0s ago" in _line(app)
 
-        clock.now += 125
+        world.advance(125)  # the poll's time is the back end's (the cluster's clock here)
+        clock.now = world.now()
         await queue.poll(manual=True).wait()  # the poll's time reaches the header by message
         await wait_for(pilot, lambda: header.status.last_poll == clock.now, "the new poll time")
         backend.reads.clear()
@@ -139,16 +149,16 @@ async def test_a_poll_restarts_the_age_which_redraws_when_its_text_changes() -> 
         # Just short of '10s ago': the header looks again a quarter second later, and draws
         # only once the text changed.
         clock.now += 9.9
-        fake.set_state("connected")  # no change of state: nothing new to draw
-        fake.set_state("reconnecting")  # a new status re-arms the age's timer from now
-        await wait_for(pilot, lambda: "reconnecting" in _line(app), "the new state")
+        world.drop()  # a new status (reconnecting, connected) re-arms the age's timer from now
+        await wait_for(pilot, lambda: heard[-2:] == ["reconnecting", "connected"], "a redial")
+        await settle(pilot)
         assert "polled 0s ago" in _line(app)
         clock.now += 0.6
         await wait_for(pilot, lambda: "polled 10s ago" in _line(app), "the age moved on")
         assert backend.reads["last_poll"] == 0 and backend.reads["connection_state"] == 0
 
 
-async def test_a_saved_profile_name_reaches_the_header(fake: FakeBackend) -> None:
+async def test_a_saved_profile_name_reaches_the_header(fake: ClusterBackend) -> None:
     app = _app(fake, Clock())
     async with app.run_test(size=SIZE) as pilot:
         await shown(pilot, QueueScreen)
@@ -167,7 +177,8 @@ async def test_a_saved_profile_name_reaches_the_header(fake: FakeBackend) -> Non
         assert queue.query_one(AppHeader).status == app.session
 
 
-def test_the_session_reads_the_back_end_once() -> None:
-    fake = FakeBackend(clock=Clock())
-    status = SessionStatus.of(fake)
-    assert status == SessionStatus("fake", "connected", fake.last_poll)
+def test_the_session_reads_the_back_end_once(fake: ClusterBackend) -> None:
+    backend = ReadCounter(fake)
+    status = SessionStatus.of(backend)  # type: ignore[arg-type]
+    assert status == SessionStatus("fake", fake.connection_state, fake.last_poll)
+    assert backend.reads == Counter({name: 1 for name in WATCHED})

@@ -12,7 +12,7 @@ from tao_slurm_tui.screens.help import HelpScreen
 from tao_slurm_tui.screens.help_tables import binding_tables, bindings_markdown
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import settle, shown, wait_for
@@ -52,7 +52,7 @@ def test_keymap_is_applied_to_the_tables() -> None:
     assert any(r.keys == "x" and r.binding_id == "queue.cancel" for r in tables["Queue"])
 
 
-async def test_remapped_key_works(fake: FakeBackend) -> None:
+async def test_remapped_key_works(fake: ClusterBackend) -> None:
     app = build_app(fake, keys={"queue.cancel": "x"})
     async with app.run_test(size=SIZE) as pilot:
         queue: QueueScreen = await shown(pilot, QueueScreen)
@@ -93,8 +93,10 @@ def test_backend_module_does_not_import_textual() -> None:
     import sys
 
     code = (
-        "import sys, tao_slurm_tui.services.backend, tao_slurm_tui.services.fake;"
-        "assert not [m for m in sys.modules if m.startswith(('textual', 'asyncssh'))]"
+        "import sys, tao_slurm_tui.services.backend;"
+        "assert not [m for m in sys.modules if m.startswith(('textual', 'asyncssh'))];"
+        "import tao_slurm_tui.services.fakecluster.demo;"
+        "assert not [m for m in sys.modules if m.startswith('textual')]"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

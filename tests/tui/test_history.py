@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from rich.console import Console
@@ -12,8 +11,9 @@ from tao_slurm_tui.screens.history import HistoryScreen
 from tao_slurm_tui.screens.job_output import JobOutputScreen
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
-from tests.tui.conftest import SIZE, build_app, frozen
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.world import World
+from tests.tui.conftest import SIZE, build_app, history_pages
 from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 
@@ -37,23 +37,22 @@ def _plain(renderable: Any) -> str:
     return console.export_text()
 
 
-async def test_pages_older_and_newer_one_call_each() -> None:
-    fake = FakeBackend(clock=frozen)
+async def test_pages_older_and_newer_one_call_each(fake: ClusterBackend, world: World) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _history(pilot)
         first = _ids(screen)
         assert len(first) == 200 and screen.table.row_count == 200
         assert screen.page is not None and screen.page.summary is not None
-        assert "last 7 days: 514 jobs" in str(screen.summary.render())
-        assert fake.history.pages == 1
+        assert "last 7 days: 520 jobs" in str(screen.summary.render())
+        assert history_pages(world) == 1
         await pilot.press("right_square_bracket")
-        await wait_for(pilot, lambda: fake.history.pages == 2 and not screen.fetching, "page 2")
+        await wait_for(pilot, lambda: history_pages(world) == 2 and not screen.fetching, "page 2")
         second = _ids(screen)
         assert int(second[0]) < int(first[-1])  # older, no overlap
-        assert "page 2 · jobs 201-400 of 514" in str(screen.table.border_subtitle)
+        assert "page 2 · jobs 201-400 of 520" in str(screen.table.border_subtitle)
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: fake.history.pages == 3 and not screen.fetching, "page 1")
+        await wait_for(pilot, lambda: history_pages(world) == 3 and not screen.fetching, "page 1")
         assert _ids(screen) == first
         notes = record_notifications(app)
         await pilot.press("left_square_bracket")
@@ -61,8 +60,7 @@ async def test_pages_older_and_newer_one_call_each() -> None:
         assert notes[0].message == "This is the newest page."
 
 
-async def test_filters_state_name_and_a_bad_since() -> None:
-    fake = FakeBackend(clock=frozen)
+async def test_filters_state_name_and_a_bad_since(fake: ClusterBackend, world: World) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _history(pilot)
@@ -71,7 +69,7 @@ async def test_filters_state_name_and_a_bad_since() -> None:
         screen.query_one("#h-state", Input).value = "failed,timeout"
         screen.query_one("#h-name", Input).value = "EXPORT"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: fake.history.pages == 2 and not screen.fetching, "filtered")
+        await wait_for(pilot, lambda: history_pages(world) == 2 and not screen.fetching, "filtered")
         entries = list(screen.entries.values())
         assert entries and all(e.state in {"FAILED", "TIMEOUT"} for e in entries)
         assert all("export" in e.name for e in entries)
@@ -81,17 +79,18 @@ async def test_filters_state_name_and_a_bad_since() -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: bool(notes), "the error toast")
         assert "is not a date or a span" in notes[0].message
-        assert fake.history.pages == 2  # nothing fetched for a bad filter
+        assert history_pages(world) == 2  # nothing fetched for a bad filter
 
 
-async def test_l_opens_logs_of_ours_and_output_of_foreign_jobs() -> None:
-    app = build_app(FakeBackend(clock=frozen))
+async def test_l_opens_logs_of_ours_and_output_of_foreign_jobs(fake: ClusterBackend) -> None:
+    app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _history(pilot)
-        # The newest rows are the seeded TAO jobs: linked, so l opens their TAO logs.
+        # The newest rows are the seeded TAO jobs (the pending ones SLURM found eligible
+        # too, as sacct lists them): linked, so l opens their TAO logs.
         await pilot.press("l")
         logs: LogsScreen = await shown(pilot, LogsScreen)
-        assert logs.job_id == "dino-train-1"
+        assert logs.job_id == "classify-long"
         await pilot.press("escape")
         await shown(pilot, HistoryScreen)
         rows = list(screen.entries.values())
@@ -111,9 +110,8 @@ async def test_l_opens_logs_of_ours_and_output_of_foreign_jobs() -> None:
         assert "same file as StdOut" in log.lines[0]
 
 
-async def test_slow_history_keeps_the_app_responsive() -> None:
-    fake = FakeBackend(clock=frozen)
-    fake.history_gate = asyncio.Event()
+async def test_slow_history_keeps_the_app_responsive(fake: ClusterBackend, world: World) -> None:
+    gate = world.hold("page count=")  # the cluster answers the history when the test says
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         await shown(pilot, QueueScreen)
@@ -127,13 +125,13 @@ async def test_slow_history_keeps_the_app_responsive() -> None:
             pilot, lambda: screen.query_one("#h-since", Input).has_focus, "the filter focused"
         )
         assert screen.fetching and screen.table.row_count == 0
-        fake.history_gate.set()
+        gate.set()
         await wait_for(pilot, lambda: not screen.fetching, "the page")
         assert screen.query_one(DataTable).row_count == 200
 
 
-async def test_queue_detail_shows_usage_of_a_finished_job() -> None:
-    app = build_app(FakeBackend(clock=frozen))
+async def test_queue_detail_shows_usage_of_a_finished_job(fake: ClusterBackend) -> None:
+    app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen: QueueScreen = await shown(pilot, QueueScreen)
         await wait_for(pilot, lambda: screen.polled_ok, "the first poll")

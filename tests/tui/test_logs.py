@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from textual.app import App, ComposeResult
 
 from tao_slurm_tui.screens.logs import LogsScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.seed import LOG_LINES
+from tao_slurm_tui.services.fakecluster.world import World
+from tao_slurm_tui.services.logs import log_path
 from tao_slurm_tui.widgets.log_pane import LogPane
 from tao_slurm_tui.widgets.log_view import LogView, clean_line
 from tests.tui.conftest import SIZE, build_app
@@ -56,21 +60,21 @@ def test_clean_line_strips_escapes_and_carriage_returns() -> None:
     assert clean_line("a\tb") == "a       b"
 
 
-async def test_both_attempts_with_a_separator(fake: FakeBackend) -> None:
-    fake.log_lines = 50
+async def test_both_attempts_with_a_separator(fake: ClusterBackend) -> None:
+    n = LOG_LINES  # each attempt's main.out and main.err on the cluster
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _open_logs(pilot, "bert-retried", 51 + 1 + 50, 101)
+        screen = await _open_logs(pilot, "bert-retried", n + 1 + 1 + n, 2 * n + 1)
         view = screen.pane("out").view
         # attempt 1 ends with its NCCL error line, then the separator, then attempt 2.
-        assert view.line_count == 51 + 1 + 50
-        assert view.lines[50].startswith("NCCL WARN")
-        assert view.lines[51].startswith("attempt 2 · SLURM 1049")
-        assert view._lines[51][1] is True  # drawn as a separator rule
-        assert screen.pane("err").view.line_count == 101
+        assert view.line_count == n + 1 + 1 + n
+        assert view.lines[n].startswith("NCCL WARN")
+        assert view.lines[n + 1].startswith("attempt 2 · SLURM job 1049")
+        assert view._lines[n + 1][1] is True  # drawn as a separator rule
+        assert screen.pane("err").view.line_count == 2 * n + 1
 
 
-async def test_follow_hint_and_toggle(fake: FakeBackend) -> None:
+async def test_follow_hint_and_toggle(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open_logs(pilot, "dino-train-1", 301, 300)
@@ -95,7 +99,7 @@ async def test_follow_hint_and_toggle(fake: FakeBackend) -> None:
         await wait_for(pilot, lambda: not pane.hint.has_class("-visible"), "the hint hidden")
 
 
-async def test_search_highlights_and_walks_matches(fake: FakeBackend) -> None:
+async def test_search_highlights_and_walks_matches(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open_logs(pilot, "dino-train-1", 301, 300)
@@ -127,15 +131,34 @@ async def test_bounded_memory_drops_oldest() -> None:
     assert view.lines[0] == "line 900"
 
 
-async def test_live_lines_arrive_in_batches(fake: FakeBackend) -> None:
-    fake.live_log = (500, 0.01)
+async def test_live_lines_arrive_in_batches(fake: ClusterBackend, world: World) -> None:
     app = build_app(fake)
+    main_out = world.local(
+        log_path(
+            fake.store.require("fake", "dino-train-1"),
+            fake.store.require("fake", "dino-train-1").attempts[-1],
+        )
+    )
+
+    async def training() -> None:
+        # The job prints 500 lines every 10 ms into its main.out on the cluster.
+        n = 0
+        while True:
+            with open(main_out, "a", encoding="utf-8") as handle:
+                handle.write("".join(f"live line {n + i}\n" for i in range(500)))
+            n += 500
+            await asyncio.sleep(0.01)
+
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _open_logs(pilot, "dino-train-1", 301, 300, live=True)
-        view = screen.pane("out").view
-        # Live batches of 500 lines every 10 ms: more than one batch proves appends go on.
-        await wait_for(pilot, lambda: view.line_count > 300 + 500, "two live batches")
-        assert view.follow
+        writer = asyncio.get_running_loop().create_task(training())
+        try:
+            screen = await _open_logs(pilot, "dino-train-1", 301, 300, live=True)
+            view = screen.pane("out").view
+            # More than one batch after the seeded lines proves appends go on.
+            await wait_for(pilot, lambda: view.line_count > 300 + 500, "two live batches")
+            assert view.follow
+        finally:
+            writer.cancel()
 
 
 async def test_following_survives_a_scrollbar_appearing() -> None:

@@ -6,16 +6,22 @@ from typing import Any
 
 from textual.widgets import Button, Input
 
-from tao_slurm_tui.core import preflight
-from tao_slurm_tui.core.preflight import CheckStatus, FixAction
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.remote.hostkeys import (
+    fingerprint,
+    keys_for_host,
+    read_known_hosts,
+    trust_host_key,
+)
 from tao_slurm_tui.screens.credentials import CredentialsModal
 from tao_slurm_tui.screens.onboarding import OnboardingScreen, profile_errors
 from tao_slurm_tui.screens.trust_host import TrustHostModal
-from tao_slurm_tui.services.fake import FAKE_FINGERPRINT, FAKE_HOST, FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.seed import HOST_KEYS, HOSTS
+from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.secret_input import SecretInput
-from tests.tui.conftest import SIZE, build_app
+from tests.tui.conftest import SIZE, build_app, open_demo
 from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 
@@ -58,8 +64,34 @@ def _row(screen: OnboardingScreen, action: str) -> CheckRow:
     return next(r for r in screen.query(CheckRow) if r.result.action == action)
 
 
-async def test_shown_first_when_the_profile_is_incomplete() -> None:
-    fake = FakeBackend(profile=Profile(), profile_name="new")
+def _key_not_installed(
+    world: World, fake: ClusterBackend, *, password: str = "hunter2-pw", trust: bool = True
+) -> None:
+    """The cluster does not know the workstation's key yet (only the account's password); with
+    ``trust`` both login hosts' keys are trusted (the key is installed on each)."""
+    world.local(f"{world.home}/.ssh/authorized_keys").write_text("")
+    world.password = password
+    if trust:
+        profile = fake.profile
+        trust_host_key(profile.known_hosts_path, HOSTS[1], profile.port, HOST_KEYS[HOSTS[1]])
+
+
+def _no_default_account(world: World) -> None:
+    """The site enforces accounts; the user has one (edgeai) but no default account."""
+    with world.edit() as state:
+        state["default_accounts"] = {}
+        state["assocs"] = [a for a in state["assocs"] if a["user"] != "researcher"]
+        state["assocs"].append({"account": "edgeai", "user": "researcher", "qos": "normal"})
+
+
+def _trusted(fake: ClusterBackend, host: str) -> bool:
+    profile = fake.profile
+    return bool(keys_for_host(read_known_hosts(profile.known_hosts_path), host, profile.port))
+
+
+async def test_shown_first_when_the_profile_is_incomplete(tmp_path: Any) -> None:
+    demo = open_demo(tmp_path / "demo", profiles={"new": Profile()})
+    fake = demo.backend()
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         await shown(pilot, OnboardingScreen)
@@ -76,7 +108,7 @@ async def test_shown_first_when_the_profile_is_incomplete() -> None:
         assert fake.profile.user == "ana" and fake.profile.hostnames == ["login.example.org"]
 
 
-async def test_invalid_profile_is_not_saved(fake: FakeBackend) -> None:
+async def test_invalid_profile_is_not_saved(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         notes = record_notifications(app)
@@ -93,38 +125,45 @@ async def test_invalid_profile_is_not_saved(fake: FakeBackend) -> None:
         assert fake.profile.user == "researcher"
 
 
-async def test_failing_checks_have_fix_buttons(fake: FakeBackend) -> None:
+async def test_failing_checks_have_fix_buttons(fake: ClusterBackend, world: World) -> None:
+    _key_not_installed(world, fake, trust=False)
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
         failing = [r for r in screen.query(CheckRow) if r.result.status in ("fail", "warn")]
-        assert len(failing) == 5  # 4 to fix, and the missing NGC key as the core says: warn
-        assert [r.result.check for r in failing if r.result.status == "warn"] == [
-            "enroot_credentials"
-        ]
+        # login2's host key is not trusted yet; login1 refuses the key (the rest needs a login).
+        assert [r.result.check for r in failing] == ["host_keys", "login"]
+        assert [r.result.action for r in failing] == ["trust_host", "install_key"]
         assert all(r.query(Button) for r in failing)
 
 
-async def test_trust_host_shows_fingerprint_then_trusts_only_on_confirm(fake: FakeBackend) -> None:
+async def test_trust_host_shows_fingerprint_then_trusts_only_on_confirm(
+    fake: ClusterBackend,
+) -> None:
     app = build_app(fake)
+    login2 = HOSTS[1]
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
         _row(screen, "trust_host").query_one(Button).press()
         await shown(pilot, TrustHostModal)
-        await wait_for(pilot, lambda: FAKE_FINGERPRINT in app.export_screenshot(), "the print")
+        print_ = fingerprint(HOST_KEYS[login2])
+        await wait_for(pilot, lambda: print_ in app.export_screenshot(), "the print")
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen, "the modal closed")
         await settle(pilot)  # the refused trust worker ends
-        assert fake.trusted_hosts == []
+        assert not _trusted(fake, login2)
         _row(screen, "trust_host").query_one(Button).press()
         await shown(pilot, TrustHostModal)
         app.screen.query_one("#trust", Button).press()
-        await wait_for(pilot, lambda: fake.trusted_hosts == [FAKE_HOST], "the host trusted")
+        await wait_for(pilot, lambda: _trusted(fake, login2), "the host trusted")
         await _checked(pilot, screen)  # the doctor runs again
         assert all(r.result.action != "trust_host" for r in screen.query(CheckRow))
 
 
-async def test_install_key_uses_the_masked_password_once(fake: FakeBackend) -> None:
+async def test_install_key_uses_the_masked_password_once(
+    fake: ClusterBackend, world: World
+) -> None:
+    _key_not_installed(world, fake)
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
@@ -146,7 +185,8 @@ async def test_install_key_uses_the_masked_password_once(fake: FakeBackend) -> N
         assert all(r.result.action != "install_key" for r in screen.query(CheckRow))
 
 
-async def test_credentials_and_account_fixes(fake: FakeBackend) -> None:
+async def test_credentials_and_account_fixes(fake: ClusterBackend, world: World) -> None:
+    _no_default_account(world)
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
@@ -158,26 +198,15 @@ async def test_credentials_and_account_fixes(fake: FakeBackend) -> None:
         await shown(pilot, CredentialsModal)
 
 
-async def test_warnings_show_with_their_fix_and_unknown_actions_get_no_button() -> None:
-    # The real doctor reports `warn` (enroot credentials missing on a Pyxis cluster without an
-    # NGC key) and actions the screen has no button for (edit_profile): both used to crash it.
-    checks = [
-        preflight.result(
-            "enroot_credentials",
-            CheckStatus.WARN,
-            "~/.config/enroot/.credentials is missing; only public images will pull.",
-            "Install your NGC key.",
-            FixAction.INSTALL_CREDENTIALS,
-        ),
-        preflight.result(
-            "results_dir",
-            CheckStatus.FAIL,
-            "/lustre/x is not writable.",
-            "Pick another base_results_dir.",
-            FixAction.EDIT_PROFILE,
-        ),
-    ]
-    app = build_app(FakeBackend(checks=checks))
+async def test_warnings_show_with_their_fix_and_unknown_actions_get_no_button(
+    fake: ClusterBackend, world: World
+) -> None:
+    # The doctor reports `warn` (enroot credentials missing on a Pyxis cluster without an
+    # NGC key) and actions the screen has no button for (edit_profile: a partition of the
+    # profile the cluster does not have): both used to crash it.
+    with world.edit() as state:
+        state["partitions"] = [p for p in state["partitions"] if p["name"] != "gpu-long"]
+    app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
         warn = _row(screen, "install_credentials")
@@ -188,9 +217,10 @@ async def test_warnings_show_with_their_fix_and_unknown_actions_get_no_button() 
         assert edit.query(".fix") and not edit.query(Button)
 
 
-async def test_keyboard_only_fixes(fake: FakeBackend) -> None:
+async def test_keyboard_only_fixes(fake: ClusterBackend, world: World) -> None:
     """Issue 11, keyboard-only researchers: the cursor starts in the form's first field, Enter
     in a fix's password field runs the fix, and the focus then moves on to the next fix."""
+    _key_not_installed(world, fake)
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
@@ -214,7 +244,10 @@ async def test_keyboard_only_fixes(fake: FakeBackend) -> None:
         assert "hunter2" not in app.export_screenshot()
 
 
-async def test_a_doctor_rerun_keeps_the_field_being_typed_in(fake: FakeBackend) -> None:
+async def test_a_doctor_rerun_keeps_the_field_being_typed_in(
+    fake: ClusterBackend, world: World
+) -> None:
+    _key_not_installed(world, fake)
     """A re-run of the doctor (Run checks, a fix elsewhere) keeps the rows whose result did not
     change: the password half typed stays in its field and keeps the focus, so the next letters
     go on into the field, not to the app's one-letter keys (the tmux journey lost them)."""

@@ -4,6 +4,8 @@ adds follow-up actions whose every step's sbatch the preview shows."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +18,11 @@ from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.screens.pipeline_cancel import PipelineCancelModal
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend, seed_jobs, seed_pipeline
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.demo import Demo
+from tao_slurm_tui.services.fakecluster.engine import now as world_now
 from tao_slurm_tui.widgets.steps_editor import StepsEditor
-from tests.tui.conftest import build_app, frozen
+from tests.tui.conftest import build_app, open_demo
 from tests.tui.test_composer import GOOD
 from tests.tui.test_composer import _open as open_composer
 from tests.tui.waits import record_notifications, settle, shown, wait_for
@@ -27,9 +31,14 @@ from tests.unit.test_pipeline import PIPELINE_TOML
 STEPS = ["rtdetr", "rtdetr-evaluate", "rtdetr-export"]
 
 
-def pipeline_app() -> TaoSlurmApp:
-    """The app on the fake back end with a three-step pipeline besides the seeded jobs."""
-    return build_app(FakeBackend(clock=frozen, jobs=[*seed_pipeline(), *seed_jobs()]))
+def pipeline_demo(folder: Path) -> Demo:
+    """The fake cluster with a three-step pipeline besides the seeded jobs."""
+    return open_demo(folder / "pipeline", pipeline=True)
+
+
+def pipeline_app(folder: Path) -> TaoSlurmApp:
+    """The app on the fake cluster with a three-step pipeline besides the seeded jobs."""
+    return build_app(pipeline_demo(folder).backend())
 
 
 async def queue(pilot: Pilot[Any]) -> QueueScreen:
@@ -51,8 +60,8 @@ async def cursor_to(pilot: Pilot[Any], screen: QueueScreen, key: str) -> None:
     await settle(pilot)
 
 
-async def test_the_queue_groups_a_pipeline_and_toggles_it() -> None:
-    app = pipeline_app()
+async def test_the_queue_groups_a_pipeline_and_toggles_it(tmp_path: Path) -> None:
+    app = pipeline_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await queue(pilot)
         order = rows(screen)
@@ -79,8 +88,8 @@ async def test_the_queue_groups_a_pipeline_and_toggles_it() -> None:
             assert order[at : at + 4] == ["pipeline:rtdetr", *STEPS]
 
 
-async def test_cancel_on_a_step_asks_this_step_or_the_whole_pipeline() -> None:
-    app = pipeline_app()
+async def test_cancel_on_a_step_asks_this_step_or_the_whole_pipeline(tmp_path: Path) -> None:
+    app = pipeline_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await queue(pilot)
         await cursor_to(pilot, screen, "rtdetr-evaluate")
@@ -104,8 +113,8 @@ async def test_cancel_on_a_step_asks_this_step_or_the_whole_pipeline() -> None:
         assert screen.all_jobs["rtdetr"].status is TaoStatus.COMPLETE
 
 
-async def test_cancel_the_whole_pipeline_from_its_row() -> None:
-    app = pipeline_app()
+async def test_cancel_the_whole_pipeline_from_its_row(tmp_path: Path) -> None:
+    app = pipeline_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await queue(pilot)
         await cursor_to(pilot, screen, "pipeline:rtdetr")
@@ -137,8 +146,9 @@ async def add_action(
     await settle(pilot)
 
 
-async def test_the_composer_adds_follow_up_actions_and_previews_every_step() -> None:
-    fake = FakeBackend(clock=frozen)
+async def test_the_composer_adds_follow_up_actions_and_previews_every_step(
+    fake: ClusterBackend,
+) -> None:
     app = build_app(fake)
     notes = record_notifications(app)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -197,10 +207,10 @@ async def load_pipeline(pilot: Pilot[Any], path: Any) -> tuple[ComposerScreen, S
     return screen, editor
 
 
-async def test_a_loaded_pipeline_fills_the_editor(tmp_path: Any) -> None:
+async def test_a_loaded_pipeline_fills_the_editor(tmp_path: Any, fake: ClusterBackend) -> None:
     path = tmp_path / "pipe.toml"
     path.write_text(PIPELINE_TOML, "utf-8")
-    app = build_app(FakeBackend(clock=frozen))
+    app = build_app(fake)
     async with app.run_test(size=(160, 45)) as pilot:
         screen, _ = await load_pipeline(pilot, path)
         assert [s["action"] for s in screen.current_spec()["then"]] == ["evaluate", "export"]
@@ -208,14 +218,16 @@ async def test_a_loaded_pipeline_fills_the_editor(tmp_path: Any) -> None:
         assert screen.current_spec()["then"][0]["env"] == {"SPLIT": "val"}  # kept as loaded
 
 
-async def test_a_steps_gpu_type_is_typed_loaded_and_rendered(tmp_path: Any) -> None:
+async def test_a_steps_gpu_type_is_typed_loaded_and_rendered(
+    tmp_path: Any, fake: ClusterBackend
+) -> None:
     """A step's own GPU type has an input: loaded from the spec, typed, and in the step's
     script as --gres=gpu:TYPE:N (empty: the job's)."""
     path = tmp_path / "pipe.toml"
     path.write_text(
         PIPELINE_TOML.replace('action = "export"', 'action = "export"\ngpu_type = "a100"'), "utf-8"
     )
-    app = build_app(FakeBackend(clock=frozen))
+    app = build_app(fake)
     async with app.run_test(size=(80, 24)) as pilot:
         screen, editor = await load_pipeline(pilot, path)
         evaluate, export = editor.rows
@@ -263,9 +275,9 @@ def detail_text(screen: QueueScreen) -> str:
     ],
 )
 async def test_a_steps_details_show_the_pipeline_and_where_each_step_is(
-    key: str, this: str, lines: list[str]
+    key: str, this: str, lines: list[str], tmp_path: Path
 ) -> None:
-    app = pipeline_app()
+    app = pipeline_app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await queue(pilot)
         await cursor_to(pilot, screen, key)
@@ -279,15 +291,18 @@ async def test_a_steps_details_show_the_pipeline_and_where_each_step_is(
             assert line in text and f"{line} ◂" not in text
 
 
-async def test_the_summary_says_in_words_when_a_step_will_never_start() -> None:
-    """A step SLURM keeps pending with DependencyNeverSatisfied (the monitor has not cancelled
-    it yet), a failed one before it, a single job without a summary."""
-    jobs = seed_pipeline()
-    by_id = {job.id: job for job in jobs}
-    by_id["rtdetr-evaluate"].status = TaoStatus.ERROR
-    by_id["rtdetr-evaluate"].slurm_state = "FAILED"
-    by_id["rtdetr-export"].attempts[-1].reason = "DependencyNeverSatisfied"
-    app = build_app(FakeBackend(clock=frozen, jobs=[*jobs, *seed_jobs()]))
+async def test_the_summary_says_in_words_when_a_step_will_never_start(tmp_path: Path) -> None:
+    """A step SLURM keeps pending with DependencyNeverSatisfied (the monitor could not cancel
+    it: scancel fails), a failed one before it, a single job without a summary."""
+    demo = pipeline_demo(tmp_path)
+    world = demo.world("fake")
+    with world.edit() as state:  # evaluate failed an hour ago; SLURM holds export for ever
+        evaluate = state["jobs"]["1061"]
+        evaluate.update(state="FAILED", end=world_now(state) - 3600, exit_code="1:0")
+    world.fail("scancel")
+    fake = demo.backend()
+    fake.store.update_job("fake", "rtdetr-evaluate", status=TaoStatus.ERROR, slurm_state="FAILED")
+    app = build_app(fake)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await queue(pilot)
         await cursor_to(pilot, screen, "rtdetr-export")
@@ -303,8 +318,10 @@ async def test_the_summary_says_in_words_when_a_step_will_never_start() -> None:
 
 
 @pytest.mark.parametrize("key", ["rtdetr-export", "pipeline:rtdetr", "rtdetr"])
-async def test_clone_of_a_pipelines_step_clones_the_whole_pipeline(key: str) -> None:
-    app = pipeline_app()
+async def test_clone_of_a_pipelines_step_clones_the_whole_pipeline(
+    key: str, tmp_path: Path
+) -> None:
+    app = pipeline_app(tmp_path)
     notes = record_notifications(app)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await queue(pilot)
@@ -332,13 +349,13 @@ async def test_clone_of_a_pipelines_step_clones_the_whole_pipeline(key: str) -> 
         )
 
 
-async def test_clone_of_a_pipeline_picks_a_name_free_for_every_step() -> None:
-    jobs = seed_pipeline()
-    taken = next(job for job in seed_pipeline() if job.id == "rtdetr-evaluate")
-    taken.id = "rtdetr-2-evaluate"  # a clone's step exists already: rtdetr-2 is not free
-    taken.pipeline_id = "rtdetr-2"
-    taken.pipeline_step = 1
-    app = build_app(FakeBackend(clock=frozen, jobs=[*jobs, taken, *seed_jobs()]))
+async def test_clone_of_a_pipeline_picks_a_name_free_for_every_step(tmp_path: Path) -> None:
+    fake = pipeline_demo(tmp_path).backend()
+    evaluate = fake.store.require("fake", "rtdetr-evaluate")
+    # A clone's step exists already (it ended): rtdetr-2 is not free.
+    taken = replace(evaluate, id="rtdetr-2-evaluate", pipeline_id="rtdetr-2", pipeline_step=1)
+    fake.store.create_job(replace(taken, status=TaoStatus.COMPLETE, slurm_state="COMPLETED"))
+    app = build_app(fake)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await queue(pilot)
         await cursor_to(pilot, screen, "rtdetr")
@@ -357,15 +374,19 @@ def size(request: pytest.FixtureRequest) -> tuple[int, int]:
     return request.param  # type: ignore[no-any-return]
 
 
-def test_snapshot_queue_with_a_grouped_pipeline(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_snapshot_queue_with_a_grouped_pipeline(
+    snap_compare: Any, size: tuple[int, int], tmp_path: Path, fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await queue(pilot)
         await cursor_to(pilot, screen, "pipeline:rtdetr")
 
-    assert snap_compare(pipeline_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(pipeline_app(tmp_path), terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_pipeline_cancel_modal(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_snapshot_pipeline_cancel_modal(
+    snap_compare: Any, size: tuple[int, int], tmp_path: Path, fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await queue(pilot)
         await cursor_to(pilot, screen, "rtdetr-evaluate")
@@ -373,10 +394,12 @@ def test_snapshot_pipeline_cancel_modal(snap_compare: Any, size: tuple[int, int]
         await shown(pilot, PipelineCancelModal)
         await settle(pilot)
 
-    assert snap_compare(pipeline_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(pipeline_app(tmp_path), terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_composer_with_follow_up_actions(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_snapshot_composer_with_follow_up_actions(
+    snap_compare: Any, size: tuple[int, int], tmp_path: Path, fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await open_composer(pilot, GOOD)
         await add_action(pilot, screen, "evaluate", "dino evaluate -e /specs/eval.yaml", "1")
@@ -390,6 +413,4 @@ def test_snapshot_composer_with_follow_up_actions(snap_compare: Any, size: tuple
         screen.form.scroll_end(animate=False)  # the actions are at the end of the form
         await settle(pilot)
 
-    assert snap_compare(
-        build_app(FakeBackend(clock=frozen)), terminal_size=size, run_before=run_before
-    )
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)

@@ -7,24 +7,52 @@ it, and the queue screen shows it in one line above the table until a poll is co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from textual.widgets import Static
 
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.engine import now as world_now
+from tao_slurm_tui.services.fakecluster.world import World
 from tests.tui.conftest import build_app
 from tests.tui.waits import settle, shown, wait_for
 
 BIG = (160, 45)
 SMALL = (80, 24)
 
-SQUEUE_DOWN = (
-    "squeue failed: slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
-)
-SACCT_GARBAGE = "squeue/sacct printed a line that is not a job row ('Welcome to \\x1b[1mpolar')"
-"""As the monitor words sacct answering garbage (a banner with an escape sequence)."""
+
+def _forget_a_job(world: World) -> None:
+    """dep-waiter ended an hour ago: squeue no longer lists it, only sacct can say how."""
+    with world.edit() as state:
+        job = state["jobs"]["1055"]
+        job.update(state="CANCELLED", end=world_now(state) - 3600, reason="None")
+
+
+def _squeue_down(world: World, on: bool) -> None:
+    if on:
+        world.fail("squeue")
+    else:
+        world.heal("squeue")
+
+
+def _sacct_garbage(world: World, on: bool) -> None:
+    """sacct answers a login banner (with an escape sequence) instead of rows."""
+    if on:
+        _forget_a_job(world)
+        world.fail("sacct-garbage")
+    else:
+        world.heal("sacct-garbage")
+
+
+def _sacct_down(world: World, on: bool) -> None:
+    if on:
+        _forget_a_job(world)
+        world.fail("sacct")
+    else:
+        world.heal("sacct")
 
 
 async def _queue(pilot: Any) -> QueueScreen:
@@ -49,22 +77,23 @@ def _shown_text(screen: QueueScreen) -> str:
 
 @pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x45", "80x24"])
 @pytest.mark.parametrize(
-    ("hook", "warning", "words"),
-    [
-        ("tick_warning", SQUEUE_DOWN, "squeue failed"),
-        ("followup_warning", SACCT_GARBAGE, "not a job row"),
-        ("tick_warning", "sacct failed: Connection lost", "sacct failed"),
-    ],
+    ("hook", "words"),
+    [(_squeue_down, "squeue failed"), (_sacct_garbage, "not a job row"),
+     (_sacct_down, "sacct failed")],
     ids=["squeue-failed", "sacct-garbage", "sacct-failed"],
-)
+)  # fmt: skip
 async def test_a_partial_poll_shows_one_notice_line_until_a_poll_is_complete(
-    fake: FakeBackend, size: tuple[int, int], hook: str, warning: str, words: str
+    fake: ClusterBackend,
+    world: World,
+    size: tuple[int, int],
+    hook: Callable[[World, bool], None],
+    words: str,
 ) -> None:
     app = build_app(fake)
     async with app.run_test(size=size) as pilot:
         screen = await _queue(pilot)
         assert not _notice(screen).display and _shown_text(screen) == ""
-        setattr(fake, hook, warning)
+        hook(world, True)
         await screen.poll(manual=True).wait()
         await wait_for(pilot, lambda: words in _shown_text(screen), "the notice")
         line = _shown_text(screen)
@@ -81,7 +110,7 @@ async def test_a_partial_poll_shows_one_notice_line_until_a_poll_is_complete(
         assert words in _shown_text(screen)
         assert screen.table.region.y == table_top
         # A complete poll takes it down and gives the line back to the table.
-        setattr(fake, hook, "")
+        hook(world, False)
         await screen.poll(manual=True).wait()
         await wait_for(pilot, lambda: not _notice(screen).display, "the notice to go")
         await settle(pilot)
@@ -90,9 +119,9 @@ async def test_a_partial_poll_shows_one_notice_line_until_a_poll_is_complete(
 
 
 async def test_the_notice_says_when_the_next_poll_is_and_keeps_the_whole_sentence(
-    fake: FakeBackend,
+    fake: ClusterBackend, world: World
 ) -> None:
-    fake.followup_warning = SACCT_GARBAGE
+    _sacct_garbage(world, True)
     app = build_app(fake)
     app.ctx.settings.poll_interval = 30
     async with app.run_test(size=SMALL) as pilot:
@@ -105,24 +134,27 @@ async def test_the_notice_says_when_the_next_poll_is_and_keeps_the_whole_sentenc
 
 
 async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
-    fake: FakeBackend,
+    fake: ClusterBackend, world: World
 ) -> None:
     """The cluster unreachable: the error toast (as before); the notice of the last answer
     stays (it is still what is known about the rows)."""
-    fake.tick_warning = SQUEUE_DOWN
+    world.fail("squeue")
     app = build_app(fake)
     async with app.run_test(size=BIG) as pilot:
         screen = await _queue(pilot)
         await wait_for(pilot, lambda: "squeue failed" in _shown_text(screen), "the notice")
-        fake.refresh_error = "Cannot reach login1.example.org; check the network."
-        await screen.poll(manual=True).wait()
+        world.link = "down"
+        world.drop()  # the network goes: the open connection too
+        # Not .wait(): a poll the last follow-up armed may take this one's place (exclusive);
+        # what counts is that a poll fails and says so.
+        screen.poll(manual=True)
         await wait_for(
             pilot,
             lambda: any(n.severity == "error" for n in app._notifications),
             "the failure toast",
         )
         assert "squeue failed" in _shown_text(screen)
-        fake.refresh_error = None
-        fake.tick_warning = ""
-        await screen.poll(manual=True).wait()
+        world.link = "up"
+        world.heal()
+        screen.poll(manual=True)
         await wait_for(pilot, lambda: not _notice(screen).display, "the notice to go")

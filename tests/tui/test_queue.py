@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from textual.coordinate import Coordinate
@@ -11,14 +10,19 @@ from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend, seed_jobs
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster import seed
+from tao_slurm_tui.services.fakecluster.seed import FROZEN_TIME
+from tao_slurm_tui.services.fakecluster.world import World
+from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.job_table import JobTable
-from tests.tui.conftest import SIZE, build_app, frozen
+from tests.tui.conftest import SIZE, build_app, polls
 from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 
-def _many_jobs() -> list[JobRecord]:
-    extra = [
+def _add_sweeps(fake: ClusterBackend) -> None:
+    """40 finished jobs of an earlier sweep in the store (the table scrolls)."""
+    for job in [
         JobRecord(
             id=f"sweep-{i:02d}",
             profile="fake",
@@ -33,8 +37,8 @@ def _many_jobs() -> list[JobRecord]:
             created_at=FROZEN_TIME - 100_000 - i,
         )
         for i in range(40)
-    ]
-    return seed_jobs(FROZEN_TIME) + extra
+    ]:
+        fake.store.create_job(job)
 
 
 async def _poll(screen: QueueScreen) -> None:
@@ -61,8 +65,10 @@ def _rows(table: JobTable) -> dict[str, list[Any]]:
     return {str(key.value): list(table.get_row(key)) for key in table.rows}
 
 
-async def test_tick_changes_only_the_changed_row_and_keeps_cursor_and_scroll() -> None:
-    fake = FakeBackend(clock=frozen, jobs=_many_jobs())
+async def test_tick_changes_only_the_changed_row_and_keeps_cursor_and_scroll(
+    fake: ClusterBackend, world: World
+) -> None:
+    _add_sweeps(fake)
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
@@ -84,6 +90,7 @@ async def test_tick_changes_only_the_changed_row_and_keeps_cursor_and_scroll() -
                 return _original(*args, **kw)
 
             setattr(table, name, spy)
+        world.train("dino-train-1")  # the one job that writes an epoch (the clock stands still)
         await _poll(screen)
         await settle(pilot)
         after = _rows(table)
@@ -97,13 +104,19 @@ async def test_tick_changes_only_the_changed_row_and_keeps_cursor_and_scroll() -
         assert int(epoch_after.split("/")[0]) == int(epoch_before.split("/")[0]) + 1
 
 
-async def test_new_and_removed_jobs_keep_the_cursor_on_its_job(fake: FakeBackend) -> None:
+async def test_new_and_removed_jobs_keep_the_cursor_on_its_job(
+    fake: ClusterBackend, world: World
+) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
         await _down(pilot, screen.table, 3)
         selected = screen.table.cursor_job_id
-        fake.put_job(replace(seed_jobs()[0], id="brand-new", created_at=FROZEN_TIME + 10))
+        # Submitted meanwhile from another terminal.
+        brand_new = seed.Seeded(
+            "brand-new", TaoStatus.PENDING, [seed.Run(1099, "PENDING", reason="Priority")]
+        )
+        seed.add_job(world, fake.store, "fake", brand_new, FROZEN_TIME + 10)
         await _poll(screen)
         await settle(pilot)
         assert "brand-new" in screen.table.jobs
@@ -111,7 +124,7 @@ async def test_new_and_removed_jobs_keep_the_cursor_on_its_job(fake: FakeBackend
         assert screen.table.cursor_job_id == selected
 
 
-async def test_filter_and_hide_finished(app: Any, fake: FakeBackend) -> None:
+async def test_filter_and_hide_finished(app: Any, fake: ClusterBackend) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
         table = screen.table
@@ -148,7 +161,9 @@ async def test_sort_by_column_keeps_cursor_job(app: Any) -> None:
         assert table.cursor_job_id == selected
 
 
-async def test_cancel_asks_first_then_cancels_and_notifies(fake: FakeBackend) -> None:
+async def test_cancel_asks_first_then_cancels_and_notifies(
+    fake: ClusterBackend, world: World
+) -> None:
     app = build_app(fake)
     bells: list[int] = []
     app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
@@ -173,19 +188,20 @@ async def test_cancel_asks_first_then_cancels_and_notifies(fake: FakeBackend) ->
         )
         assert (await fake.job_detail("yolo-finetune")).status is TaoStatus.CANCELED
         assert screen.table.jobs["yolo-finetune"].status is TaoStatus.CANCELED
+        assert world.job("1052")["state"] == "CANCELLED"  # scancel reached the cluster
         assert bells
 
 
-async def test_finished_job_notifies_and_rings(fake: FakeBackend) -> None:
-    job = seed_jobs()[0]
-    job.progress.epoch = 19
-    fake.put_job(job)
+async def test_finished_job_notifies_and_rings(fake: ClusterBackend, world: World) -> None:
+    world.train("dino-train-1", 12)  # epoch 19 of 20
     app = build_app(fake)
     bells: list[int] = []
     app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await _queue(pilot)
+        world.train("dino-train-1")  # the last epoch: the job completes
+        await _poll(app.screen)  # type: ignore[arg-type]
         await wait_for(
             pilot, lambda: any("dino-train-1 finished" in n.message for n in notes), "the toast"
         )
@@ -193,8 +209,8 @@ async def test_finished_job_notifies_and_rings(fake: FakeBackend) -> None:
         assert bells == [1]
 
 
-async def test_poll_failure_backs_off_and_shows_down(fake: FakeBackend) -> None:
-    fake.refresh_error = "Cannot reach login1.example.org; check the network."
+async def test_poll_failure_backs_off_and_shows_down(fake: ClusterBackend, world: World) -> None:
+    world.link = "down"  # no login host answers
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
@@ -204,32 +220,35 @@ async def test_poll_failure_backs_off_and_shows_down(fake: FakeBackend) -> None:
         await wait_for(
             pilot,
             lambda: any(
-                n.severity == "error" and "Cannot reach" in n.message for n in app._notifications
+                n.severity == "error" and "Could not connect to any login host" in n.message
+                for n in app._notifications
             ),
             "the failure toast",
         )
         assert screen._timer is not None  # still polling, later
 
 
-async def test_poller_pauses_while_hidden(fake: FakeBackend) -> None:
+async def test_poller_pauses_while_hidden(fake: ClusterBackend, world: World) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         queue = await _queue(pilot)
-        count = fake.refresh_count
+        count = polls(world)
         await pilot.press("l")
         await shown(pilot, LogsScreen)
         await settle(pilot)
         assert queue._timer is None
-        assert fake.refresh_count == count
+        assert polls(world) == count
         await pilot.press("escape")
         await shown(pilot, QueueScreen)
         assert app.screen is queue
-        await wait_for(pilot, lambda: fake.refresh_count > count, "the poll on return")
+        await wait_for(pilot, lambda: polls(world) > count, "the poll on return")
         await settle(pilot)
-        assert fake.refresh_count == count + 1  # polled again on return, once
+        assert polls(world) == count + 1  # polled again on return, once
 
 
-async def test_a_changed_row_is_drawn_again_with_its_new_cells(fake: FakeBackend) -> None:
+async def test_a_changed_row_is_drawn_again_with_its_new_cells(
+    fake: ClusterBackend, world: World
+) -> None:
     # Only the changed rows' rendering is dropped (not DataTable's whole cache): the row on
     # screen must still show the new values, and the other rows stay as they were.
     app = build_app(fake)
@@ -248,9 +267,37 @@ async def test_a_changed_row_is_drawn_again_with_its_new_cells(fake: FakeBackend
         before = drawn()
         progress = table.get_row("dino-train-1")[-1].plain
         assert progress and progress in before["dino-train-1"]
+        world.train("dino-train-1")
         await _poll(screen)
         await settle(pilot)
         after = drawn()
         new_progress = table.get_row("dino-train-1")[-1].plain
         assert new_progress != progress and new_progress in after["dino-train-1"]
         assert {k for k in ids if before[k] != after[k]} == {"dino-train-1"}
+
+
+async def test_the_header_follows_the_connection_as_the_network_goes_and_comes_back(
+    fake: ClusterBackend, world: World
+) -> None:
+    """The states come from the real Connection through its listeners: a drop is heard as
+    'reconnecting', a network that stays away ends 'down', the next poll connects again."""
+    app = build_app(fake)
+    seen: list[str] = []
+    fake.add_listener(seen.append)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _queue(pilot)
+
+        def header() -> str:
+            return app.screen.query_one(AppHeader).render().plain
+
+        assert "● connected" in header()
+        world.link = "down"
+        world.drop()
+        await wait_for(pilot, lambda: fake.connection_state == "down", "the reconnects given up")
+        assert "reconnecting" in seen and seen[-1] == "down"
+        await wait_for(pilot, lambda: "○ down" in header(), "the header saying down")
+        world.link = "up"
+        await screen.poll(manual=True).wait()
+        await wait_for(pilot, lambda: fake.connection_state == "connected", "connected again")
+        await wait_for(pilot, lambda: "● connected" in header(), "the header saying so")
+        assert seen[-1] == "connected"

@@ -5,16 +5,17 @@ row under the cursor) reach the screen as messages."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets.data_table import ColumnKey
 
 from tao_slurm_tui.core.models import Progress, TaoStatus
-from tao_slurm_tui.services.fake import FakeBackend, seed_jobs, seed_pipeline
+from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder
-from tests.tui.conftest import SIZE, build_app, frozen
-from tests.tui.test_queue import _many_jobs, _queue
+from tests.tui.conftest import SIZE, build_app, open_demo
+from tests.tui.test_queue import _add_sweeps, _queue
 from tests.tui.waits import settle, wait_for
 
 
@@ -26,8 +27,10 @@ def _order(table: JobTable) -> list[str]:
     ]
 
 
-async def test_a_new_snapshot_redraws_only_its_rows_and_keeps_cursor_and_scroll() -> None:
-    fake = FakeBackend(clock=frozen, jobs=_many_jobs())
+async def test_a_new_snapshot_redraws_only_its_rows_and_keeps_cursor_and_scroll(
+    fake: ClusterBackend,
+) -> None:
+    _add_sweeps(fake)
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
@@ -57,8 +60,9 @@ async def test_a_new_snapshot_redraws_only_its_rows_and_keeps_cursor_and_scroll(
         assert f"{len(snapshot)} jobs" in str(table.border_subtitle)
 
 
-async def test_filter_finished_and_collapse_are_state_the_table_follows() -> None:
-    app = build_app(FakeBackend(clock=frozen, jobs=[*seed_pipeline(), *seed_jobs()]))
+async def test_filter_finished_and_collapse_are_state_the_table_follows(tmp_path: Path) -> None:
+    demo = open_demo(tmp_path / "pipeline", pipeline=True)
+    app = build_app(demo.backend())
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
         table = screen.table
@@ -96,7 +100,7 @@ async def test_filter_finished_and_collapse_are_state_the_table_follows() -> Non
         assert f"{total} jobs ·" in str(table.border_subtitle)
 
 
-async def test_sorting_is_the_tables_state_and_the_screen_hears_it(fake: FakeBackend) -> None:
+async def test_sorting_is_the_tables_state_and_the_screen_hears_it(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _queue(pilot)
@@ -120,7 +124,7 @@ async def test_sorting_is_the_tables_state_and_the_screen_hears_it(fake: FakeBac
         assert screen.detail.job_id == cursor
 
 
-async def test_another_job_under_a_still_cursor_is_a_highlight(fake: FakeBackend) -> None:
+async def test_another_job_under_a_still_cursor_is_a_highlight(fake: ClusterBackend) -> None:
     """The highlighted job leaves the snapshot: the cursor keeps its row, where another job now
     is. DataTable's own event says nothing (the cursor did not move); the table's Highlighted
     does, and the pane follows."""

@@ -11,10 +11,11 @@ from textual.widgets import Button
 from tao_slurm_tui.screens.credentials import CredentialsModal
 from tao_slurm_tui.screens.onboarding import OnboardingScreen
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.secret_input import MASK, SecretInput
-from tests.tui.conftest import SIZE, build_app
+from tests.tui.conftest import SIZE, build_app, credentials_installed
 from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 SENTINEL = "SENTINEL-ngc-4f9a7c"
@@ -42,7 +43,7 @@ async def _type(pilot: Any, modal: CredentialsModal, text: str) -> None:
     await wait_for(pilot, lambda: len(field.value) == len(text), "the typed key")
 
 
-async def test_typed_key_shows_only_the_mask_and_cannot_be_copied(fake: FakeBackend) -> None:
+async def test_typed_key_shows_only_the_mask_and_cannot_be_copied(fake: ClusterBackend) -> None:
     app = build_app(fake)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
@@ -68,7 +69,7 @@ async def test_typed_key_shows_only_the_mask_and_cannot_be_copied(fake: FakeBack
         assert secret.value == SENTINEL  # ctrl+x cut nothing out either
 
 
-async def test_the_mask_cannot_be_switched_off(fake: FakeBackend) -> None:
+async def test_the_mask_cannot_be_switched_off(fake: ClusterBackend) -> None:
     """The mask is Textual's password mode, held on: turning it off shows the mask still."""
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -83,7 +84,9 @@ async def test_the_mask_cannot_be_switched_off(fake: FakeBackend) -> None:
         assert MASK * len(SENTINEL) in svg.replace("&#160;", " ")
 
 
-async def test_install_passes_the_key_and_clears_the_field(fake: FakeBackend) -> None:
+async def test_install_passes_the_key_and_clears_the_field(
+    fake: ClusterBackend, world: World
+) -> None:
     seen: list[str] = []
     original = fake.install_credentials
 
@@ -101,30 +104,32 @@ async def test_install_passes_the_key_and_clears_the_field(fake: FakeBackend) ->
         await wait_for(pilot, lambda: app.screen is not modal, "the dialog closed")
         await settle(pilot)
         assert seen == [SENTINEL]
-        assert fake.installed_credentials == 1
+        assert credentials_installed(world)
         assert secret.value == ""
         assert app.screen is not modal
         assert _leaks(app.export_screenshot()) == []
 
 
-async def test_failure_clears_the_field_and_shows_no_part_of_it(fake: FakeBackend) -> None:
+async def test_failure_clears_the_field_and_shows_no_part_of_it(
+    fake: ClusterBackend, world: World
+) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         modal = await _open(pilot)
         await _type(pilot, modal, "SENTINEL with space")
         await pilot.press("enter")
         await wait_for(
-            pilot, lambda: "contains spaces" in str(modal.status.render()), "the refusal"
+            pilot, lambda: "contains a space" in str(modal.status.render()), "the refusal"
         )
         await settle(pilot)
         assert app.screen is modal
         assert modal.query_one(SecretInput).value == ""
-        assert "contains spaces" in str(modal.status.render())
+        assert "contains a space" in str(modal.status.render())
         assert "SENT" not in app.export_screenshot()
-        assert fake.installed_credentials == 0
+        assert not credentials_installed(world)
 
 
-async def test_closing_clears_the_field(fake: FakeBackend) -> None:
+async def test_closing_clears_the_field(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         modal = await _open(pilot)
@@ -158,7 +163,9 @@ def _blocking(calls: list[str]) -> tuple[asyncio.Event, Callable[[str], Awaitabl
     return release, blocked
 
 
-async def test_the_key_is_in_no_worker_description_nor_on_screen(fake: FakeBackend) -> None:
+async def test_the_key_is_in_no_worker_description_nor_on_screen(
+    fake: ClusterBackend, world: World
+) -> None:
     calls: list[str] = []
     release, blocked = _blocking(calls)
     original = fake.install_credentials
@@ -179,10 +186,13 @@ async def test_the_key_is_in_no_worker_description_nor_on_screen(fake: FakeBacke
         assert [t for t in _worker_texts(app) if _leaks(t)] == []
         assert _leaks(app.export_screenshot()) == []
         release.set()
-        await wait_for(pilot, lambda: fake.installed_credentials == 1, "the install to finish")
+        await wait_for(pilot, lambda: credentials_installed(world), "the install to finish")
 
 
-async def test_password_and_passphrase_are_in_no_worker_description(fake: FakeBackend) -> None:
+async def test_password_and_passphrase_are_in_no_worker_description(
+    fake: ClusterBackend, world: World
+) -> None:
+    world.local(f"{world.home}/.ssh/authorized_keys").write_text("")  # the key login fails
     calls: list[str] = []
     release, blocked = _blocking(calls)
     fake.install_key = blocked  # type: ignore[method-assign,assignment]

@@ -11,7 +11,8 @@ from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.queue import MAX_BACKOFF, QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import build_app
 from tests.tui.waits import settle, shown, wait_for
@@ -28,7 +29,7 @@ async def _queue(pilot: Any) -> QueueScreen:
 
 
 # ---------------------------------------------------------------------- layout
-async def test_queue_rows_are_not_crowded_out_at_80x24(fake: FakeBackend) -> None:
+async def test_queue_rows_are_not_crowded_out_at_80x24(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         screen = await _queue(pilot)
@@ -44,7 +45,9 @@ async def test_queue_rows_are_not_crowded_out_at_80x24(fake: FakeBackend) -> Non
         await wait_for(pilot, lambda: box.display, "the details pane back")
 
 
-async def test_status_words_are_never_cut_at_160_columns(fake: FakeBackend) -> None:
+async def test_status_words_are_never_cut_at_160_columns(
+    fake: ClusterBackend, world: World
+) -> None:
     app = build_app(fake)
     async with app.run_test(size=WIDE) as pilot:
         screen = await _queue(pilot)
@@ -52,9 +55,13 @@ async def test_status_words_are_never_cut_at_160_columns(fake: FakeBackend) -> N
         before = {key: screen.table.columns[ColumnKey(key)].width for key in ("status", "state")}
         assert before["status"] >= max(len(s) for s in TaoStatus)
         assert before["state"] >= len("CANCELLED")
-        # dino-train-1 goes Running -> Complete (one epoch a poll): the word grows by a letter.
-        while fake.jobs()[0].status is TaoStatus.RUNNING:
-            await screen.poll().wait()
+        # dino-train-1 goes Running -> Complete (its last epochs): the word grows by a letter.
+        world.train("dino-train-1", 13)
+        for _ in range(20):  # squeue says COMPLETED at once; sacct agrees a poll later
+            if (await fake.job_detail("dino-train-1")).status is not TaoStatus.RUNNING:
+                break
+            screen.poll()  # not .wait(): a poll the follow-up armed may take its place
+            await settle(pilot)
         await settle(pilot)
         cells = screen.table.get_row("dino-train-1")
         assert cells[1].plain == "Complete" and cells[2].plain == "COMPLETED"
@@ -64,7 +71,7 @@ async def test_status_words_are_never_cut_at_160_columns(fake: FakeBackend) -> N
             assert column.width == before[key]
 
 
-async def test_running_and_pending_look_different_in_both_themes(fake: FakeBackend) -> None:
+async def test_running_and_pending_look_different_in_both_themes(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         screen = await _queue(pilot)
@@ -79,7 +86,7 @@ async def test_running_and_pending_look_different_in_both_themes(fake: FakeBacke
 
 
 # ---------------------------------------------------------------------- keys
-async def test_vim_and_home_end_keys_move_the_cursor(fake: FakeBackend) -> None:
+async def test_vim_and_home_end_keys_move_the_cursor(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         table = (await _queue(pilot)).table
@@ -91,7 +98,7 @@ async def test_vim_and_home_end_keys_move_the_cursor(fake: FakeBackend) -> None:
         await wait_for(pilot, lambda: table.cursor_row == 0, "home -> row 0")
 
 
-async def test_y_copies_the_job_id(fake: FakeBackend) -> None:
+async def test_y_copies_the_job_id(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         screen = await _queue(pilot)
@@ -100,7 +107,7 @@ async def test_y_copies_the_job_id(fake: FakeBackend) -> None:
         assert screen.table.cursor_job_id == "yolo-finetune"
 
 
-async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: FakeBackend) -> None:
+async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=WIDE) as pilot:
         screen = await _queue(pilot)
@@ -125,7 +132,7 @@ async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: FakeBacke
 
 
 async def test_details_c_and_l_act_on_the_highlighted_row_after_filter_and_sort(
-    fake: FakeBackend,
+    fake: ClusterBackend,
 ) -> None:
     app = build_app(fake)
     async with app.run_test(size=WIDE) as pilot:
@@ -154,9 +161,9 @@ async def test_details_c_and_l_act_on_the_highlighted_row_after_filter_and_sort(
 
 # ---------------------------------------------------------------------- unreachable
 async def test_unreachable_refresh_shows_one_toast_and_r_keeps_the_backoff(
-    fake: FakeBackend,
+    fake: ClusterBackend, world: World
 ) -> None:
-    fake.refresh_error = "Cannot reach login1.example.org; check the network."
+    world.link = "down"  # no login host answers
     app = build_app(fake)
     app.ctx.settings.poll_interval = 100  # long enough that no automatic poll interferes
     async with app.run_test(size=SMALL) as pilot:
@@ -167,7 +174,7 @@ async def test_unreachable_refresh_shows_one_toast_and_r_keeps_the_backoff(
             return [n.message for n in app._notifications if n.severity == "error"]
 
         await wait_for(pilot, lambda: len(toasts()) == 1, "the toast")
-        assert "Cannot reach" in toasts()[0] and "press r" in toasts()[0]
+        assert "Could not connect to any login host" in toasts()[0] and "press r" in toasts()[0]
         for _ in range(3):
             await pilot.press("r")
             await settle(pilot)
@@ -177,7 +184,7 @@ async def test_unreachable_refresh_shows_one_toast_and_r_keeps_the_backoff(
         await settle(pilot)
         assert screen.failures == 2 and screen._delay == MAX_BACKOFF  # 400, capped
         assert len(toasts()) == 1
-        fake.refresh_error = None
+        world.link = "up"
         await screen.poll(manual=True).wait()
         await settle(pilot)
         assert toasts() == [] and screen.failures == 0
@@ -195,7 +202,7 @@ async def _logs(pilot: Any, job_id: str = "dino-train-1") -> LogsScreen:
     return screen
 
 
-async def test_logs_search_is_per_tab_and_n_never_steals_the_next_key(fake: FakeBackend) -> None:
+async def test_logs_search_is_per_tab_and_n_never_steals_the_next_key(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         screen = await _logs(pilot)
@@ -212,7 +219,7 @@ async def test_logs_search_is_per_tab_and_n_never_steals_the_next_key(fake: Fake
         assert screen.search_input.has_class("-visible")
 
 
-async def test_q_leaves_the_logs_like_help(fake: FakeBackend) -> None:
+async def test_q_leaves_the_logs_like_help(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         await _logs(pilot)
@@ -221,7 +228,7 @@ async def test_q_leaves_the_logs_like_help(fake: FakeBackend) -> None:
         assert app.is_running
 
 
-async def test_scrolling_back_to_the_bottom_follows_again(fake: FakeBackend) -> None:
+async def test_scrolling_back_to_the_bottom_follows_again(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         screen = await _logs(pilot)
@@ -234,7 +241,7 @@ async def test_scrolling_back_to_the_bottom_follows_again(fake: FakeBackend) -> 
         assert "following" in str(screen.pane("out").status.render())
 
 
-async def test_a_pending_job_has_no_log_lines_yet(fake: FakeBackend) -> None:
+async def test_a_pending_job_has_no_log_lines_yet(fake: ClusterBackend) -> None:
     app = build_app(fake)
     async with app.run_test(size=SMALL) as pilot:
         await _queue(pilot)
@@ -247,13 +254,19 @@ async def test_a_pending_job_has_no_log_lines_yet(fake: FakeBackend) -> None:
 
 
 # ---------------------------------------------------------------------- fake plausibility
-async def test_the_fake_completes_without_an_eta_and_counts_down(fake: FakeBackend) -> None:
+async def test_a_training_on_the_fake_cluster_counts_down_and_completes(
+    fake: ClusterBackend, world: World
+) -> None:
     etas = []
-    while (job := fake.jobs()[0]).status is TaoStatus.RUNNING:
+    await fake.refresh()
+    while (job := await fake.job_detail("dino-train-1")).status is TaoStatus.RUNNING:
         etas.append(job.progress.eta)
+        world.train("dino-train-1")
         await fake.refresh()
-    assert etas == sorted(etas, reverse=True) and len(set(etas)) == len(etas)
-    assert job.status is TaoStatus.COMPLETE and job.progress.eta == ""
+        if await fake.followup():  # sacct's word on a job squeue says ended
+            await fake.refresh()
+    assert etas == sorted(etas, reverse=True) and len(set(etas)) == len(etas) == 13
+    assert job.status is TaoStatus.COMPLETE and job.progress.epoch == 20
 
 
 def _inside(widget: Any, screen: Any) -> bool:
@@ -266,7 +279,7 @@ def _inside(widget: Any, screen: Any) -> bool:
     )
 
 
-async def test_composer_fits_80x24(fake: FakeBackend) -> None:
+async def test_composer_fits_80x24(fake: ClusterBackend) -> None:
     from textual.widgets import Button, Input
 
     from tao_slurm_tui.screens.composer import ComposerScreen
@@ -288,7 +301,7 @@ async def test_composer_fits_80x24(fake: FakeBackend) -> None:
         assert name.size.width >= 30  # a readable field, not a 10-column strip
 
 
-async def test_doctor_fix_texts_wrap_at_80x24(fake: FakeBackend) -> None:
+async def test_doctor_fix_texts_wrap_at_80x24(fake: ClusterBackend) -> None:
     from tao_slurm_tui.screens.onboarding import OnboardingScreen
     from tao_slurm_tui.widgets.check_row import CheckRow
 
@@ -307,7 +320,7 @@ async def test_doctor_fix_texts_wrap_at_80x24(fake: FakeBackend) -> None:
                 assert label.size.height * label.size.width >= len(text), text
 
 
-async def test_the_chosen_theme_is_saved(fake: FakeBackend, tmp_path: Any) -> None:
+async def test_the_chosen_theme_is_saved(fake: ClusterBackend, tmp_path: Any) -> None:
     from tao_slurm_tui.app import make_app
     from tao_slurm_tui.config import Config, load_settings
 

@@ -1,4 +1,4 @@
-"""Snapshots of every screen and modal at 80x24 and 160x45 on the fake back end with a frozen clock.
+"""Snapshots of every screen and modal at 80x24 and 160x45 on the fake cluster with a frozen clock.
 
 Nothing in a snapshot may depend on when it is taken: the clock is frozen, text cursors do not
 blink (``build_app``), and each ``run_before`` waits for the exact state it shows (workers
@@ -15,7 +15,6 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from tao_slurm_tui.app import TaoSlurmApp
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.credentials import CredentialsModal
@@ -27,10 +26,11 @@ from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.onboarding import OnboardingScreen
 from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.screens.trust_host import TrustHostModal
-from tao_slurm_tui.services.fake import FakeBackend
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.seed import LOG_LINES
 from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.secret_input import SecretInput
-from tests.tui.conftest import build_app, frozen
+from tests.tui.conftest import build_app
 from tests.tui.test_composer import GOOD
 from tests.tui.waits import settle, shown, wait_for
 
@@ -42,10 +42,6 @@ SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
 def size(request: pytest.FixtureRequest) -> tuple[int, int]:
     """Every snapshot at both sizes."""
     return request.param  # type: ignore[no-any-return]
-
-
-def _app() -> TaoSlurmApp:
-    return build_app(FakeBackend(clock=frozen))
 
 
 async def _queue(pilot: Pilot[Any]) -> QueueScreen:
@@ -65,22 +61,24 @@ async def _select(pilot: Pilot[Any], screen: QueueScreen, job_id: str, downs: in
     await settle(pilot)  # the detail worker of the highlighted row
 
 
-def test_queue_many_states(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_queue_many_states(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _queue(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_queue_retried_job_detail(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_queue_retried_job_detail(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _queue(pilot)
         await _select(pilot, screen, "bert-retried", 4)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_queue_filtered(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_queue_filtered(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _queue(pilot)
         await pilot.press("slash", *"pending")
@@ -88,10 +86,12 @@ def test_queue_filtered(snap_compare: Any, size: tuple[int, int]) -> None:
         await wait_for(pilot, lambda: screen.filter_input.has_focus, "the focused filter")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_confirm_cancel_modal(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_confirm_cancel_modal(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _queue(pilot)
         await _select(pilot, screen, "yolo-finetune", 1)
@@ -99,21 +99,20 @@ def test_confirm_cancel_modal(snap_compare: Any, size: tuple[int, int]) -> None:
         await shown(pilot, ConfirmModal)
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
 def test_logs_mid_stream_with_separator_and_search(
-    snap_compare: Any, size: tuple[int, int]
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend
 ) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await _queue(pilot)
-        fake = app.ctx.backend  # type: ignore[attr-defined]
         screen = LogsScreen(app.ctx, "bert-retried")  # type: ignore[attr-defined]
         await app.push_screen(screen)
         # Two attempts: out has each attempt's lines, attempt 1's NCCL line and the separator.
         out, err = screen.pane("out").view, screen.pane("err").view
-        want_out, want_err = 2 * fake.log_lines + 2, 2 * fake.log_lines + 1
+        want_out, want_err = 2 * LOG_LINES + 2, 2 * LOG_LINES + 1
         await wait_for(
             pilot,
             lambda: (out.line_count, err.line_count) == (want_out, want_err),
@@ -125,10 +124,12 @@ def test_logs_mid_stream_with_separator_and_search(
         await wait_for(pilot, lambda: out.match_count == 1 and out.has_focus, "the search done")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_composer_with_errors(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_composer_with_errors(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await _queue(pilot)
@@ -155,7 +156,7 @@ def test_composer_with_errors(snap_compare: Any, size: tuple[int, int]) -> None:
         await wait_for(pilot, lambda: image.has_focus, "the focused image field")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
 async def _onboarding(pilot: Pilot[Any]) -> OnboardingScreen:
@@ -171,24 +172,28 @@ async def _onboarding(pilot: Pilot[Any]) -> OnboardingScreen:
     return screen
 
 
-def test_onboarding_with_failing_checks(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_onboarding_with_failing_checks(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _onboarding(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_trust_host_modal(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_trust_host_modal(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await _onboarding(pilot)
-        screen.trust("login1.example.org")
+        screen.trust("login2.example.org")  # the login host not trusted yet
         await shown(pilot, TrustHostModal)
         await pilot.pause()
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_credentials_modal_shows_only_the_mask(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_credentials_modal_shows_only_the_mask(
+    snap_compare: Any, size: tuple[int, int], fake: ClusterBackend
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         app = pilot.app
         await _queue(pilot)
@@ -200,27 +205,27 @@ def test_credentials_modal_shows_only_the_mask(snap_compare: Any, size: tuple[in
         await wait_for(pilot, lambda: len(field.value) == 19, "the typed key")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_help(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_help(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _queue(pilot)
         await pilot.press("question_mark")
         await shown(pilot, HelpScreen)
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_error_modal(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_error_modal(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _queue(pilot)
         pilot.app.report_error(RuntimeError("the store is locked"))  # type: ignore[attr-defined]
         await shown(pilot, ErrorModal)
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
 async def _history(pilot: Pilot[Any]) -> HistoryScreen:
@@ -230,21 +235,22 @@ async def _history(pilot: Pilot[Any]) -> HistoryScreen:
     screen = await shown(pilot, HistoryScreen)
     await wait_for(pilot, lambda: screen.page is not None, "the first page")
     await settle(pilot)
-    # Row 10: a completed foreign job that used a small share of its limit (the hint).
-    await pilot.press(*["down"] * 10)
-    await wait_for(pilot, lambda: screen.table.cursor_row == 10, "the cursor on row 10")
+    # Row 16 (below the 12 TAO jobs sacct lists: pending ones too, once eligible): a completed
+    # foreign job that used a small share of its limit (the hint).
+    await pilot.press(*["down"] * 16)
+    await wait_for(pilot, lambda: screen.table.cursor_row == 16, "the cursor on row 16")
     await settle(pilot)
     return screen
 
 
-def test_history(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_history(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _history(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)
 
 
-def test_foreign_job_output(snap_compare: Any, size: tuple[int, int]) -> None:
+def test_foreign_job_output(snap_compare: Any, size: tuple[int, int], fake: ClusterBackend) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _history(pilot)
         await pilot.press("l")
@@ -252,4 +258,4 @@ def test_foreign_job_output(snap_compare: Any, size: tuple[int, int]) -> None:
         await wait_for(pilot, lambda: screen.output is not None, "the output")
         await settle(pilot)
 
-    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(fake), terminal_size=size, run_before=run_before)

@@ -14,17 +14,17 @@ from tao_slurm_tui.core.spec import SpecDraft
 from tao_slurm_tui.screens.composer import ComposerScreen
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.queue import QueueScreen
-from tao_slurm_tui.services.fake import FakeBackend
-from tests.tui.conftest import SIZE, frozen
+from tao_slurm_tui.services.cluster import ClusterBackend
+from tests.tui.conftest import SIZE
 from tests.tui.waits import shown, wait_for
 
 DEMO_SPEC = Path(__file__).resolve().parents[2] / "examples" / "train-demo.toml"
 
 
-async def test_initial_spec_opens_the_composer_over_the_queue() -> None:
+async def test_initial_spec_opens_the_composer_over_the_queue(fake: ClusterBackend) -> None:
     spec = dict(SpecDraft.from_file(DEMO_SPEC).table)
     app = make_app(
-        FakeBackend(clock=frozen),
+        fake,
         settings=Settings(poll_interval=3600),
         initial_spec=spec,
         cursor_blink=False,

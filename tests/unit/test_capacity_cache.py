@@ -6,10 +6,17 @@ import asyncio
 
 import pytest
 
-from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.capacity import parse_capacity_output
+from tao_slurm_tui.core.capacity_report import CapacityReport, build_report
 from tao_slurm_tui.errors import OperationFailed
 from tao_slurm_tui.services.capacity_cache import CapacityCache
-from tao_slurm_tui.services.fake_capacity import fake_capacity
+from tests.capacity_data import GOLDEN
+
+
+def recorded() -> CapacityReport:
+    """A new report from a capacity answer recorded on the sandbox."""
+    text = (GOLDEN / "sandbox-busy.txt").read_text(encoding="utf-8")
+    return build_report(parse_capacity_output(text))
 
 
 class Fetch:
@@ -26,7 +33,7 @@ class Fetch:
         await self.gate.wait()
         if self.error:
             raise OperationFailed(self.error)
-        return fake_capacity()
+        return recorded()
 
 
 async def test_fresh_report_is_reused_and_a_stale_one_fetched_again() -> None:

@@ -1,5 +1,6 @@
 """Every CLI verb goes through the application layer, so ``TAO_SLURM_TUI_DEMO=1`` runs it on the
-deterministic fake back end, exactly as it runs the TUI (no cluster, no state DB)."""
+real back end over the fake cluster, exactly as it runs the TUI (no cluster; the demo's own
+store and SSH files in the cache dir, the user's state DB and ~/.ssh untouched)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tao_slurm_tui.cli import main
-from tao_slurm_tui.services.fake import FAKE_HOST
+from tao_slurm_tui.services.fakecluster.seed import FAKE_HOST
 
 
 @pytest.fixture(autouse=True)
@@ -17,6 +18,7 @@ def demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TAO_SLURM_TUI_DEMO", "1")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -30,7 +32,8 @@ def test_status_lists_the_demo_jobs(capsys: pytest.CaptureFixture[str], tmp_path
     assert code == 0
     jobs = {job["id"]: job for job in json.loads(out)}
     assert jobs["dino-train-1"]["status"] == "Running"
-    assert not (tmp_path / "data").exists()  # the fake keeps no state DB
+    assert not (tmp_path / "data").exists()  # the demo's store is its own
+    assert not (tmp_path / "home").exists()  # and so are its SSH key and known_hosts
 
 
 def test_logs_tail_and_unknown_job(capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,8 +59,14 @@ def test_submit_dry_run_renders_and_submit_records(
 def test_cancel_doctor_and_creds(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "cancel", "dino-train-1")
     assert code == 0 and out.strip() == "dino-train-1 canceled."
+    code, out, _ = _run(capsys, "status", "--json")  # the next process sees the same cluster
+    jobs = {job["id"]: job for job in json.loads(out)}
+    assert jobs["dino-train-1"]["status"] == "Canceled" and jobs["dep-waiter"]["status"] in {
+        "Pending",
+        "Canceled",
+    }
     code, out, _ = _run(capsys, "doctor", "--json")
-    assert code == 1  # the seeded run has failures to fix
+    assert code == 1  # the demo's set-up is not finished: login2's host key is not trusted
     assert {c["check"] for c in json.loads(out)} >= {"profile", "host_keys", "login"}
     code, _, err = _run(capsys, "creds", "check")
     assert code == 1 and FAKE_HOST in err

@@ -27,8 +27,6 @@ REASON = "Long because:"
 # fails test_the_allow_list_holds_only_what_still_needs_it, so none outlives its reason.
 ALLOWED_WHILE_OTHERS_WORK: frozenset[str] = frozenset(
     {
-        "services/fake.py",  # h-fakeremote
-        "services/fake_capacity.py",  # h-fakeremote
         "core/tao/spec_check.py",  # p-tao splits it
         "core/tao/catalog.py",  # p-tao splits build_catalog
     }

@@ -410,12 +410,13 @@ def demo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def test_cli_submit_prints_every_step(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tao_slurm_tui.cli import main
 
-    assert main(["submit", str(demo)]) == 0
-    assert capsys.readouterr().out.split() == ["dino", "dino-evaluate", "dino-export"]
+    # The dry run first: once submitted, the names are taken (a dry run checks them too).
     assert main(["submit", "--dry-run", str(demo)]) == 0
     out = capsys.readouterr().out
     assert out.count("#!/bin/bash") == 3
     assert "# ===== step 3 of 3: dino-export, after dino-evaluate completed =====" in out
+    assert main(["submit", str(demo)]) == 0
+    assert capsys.readouterr().out.split() == ["dino", "dino-evaluate", "dino-export"]
     assert main(["render", str(demo)]) == 0
     assert capsys.readouterr().out.count("#SBATCH --dependency=afterok:<SLURM id") == 2
 

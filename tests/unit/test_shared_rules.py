@@ -31,6 +31,7 @@ from tao_slurm_tui.core.spec import (
 )
 from tao_slurm_tui.core.spec import rules as spec_rules
 from tao_slurm_tui.errors import BadInput
+from tao_slurm_tui.services.fakecluster.demo import Demo
 from tao_slurm_tui.widgets.job_table import reason_in_words
 from tao_slurm_tui.widgets.spec_form import in_words
 from tests.capacity_data import GOLDEN
@@ -312,7 +313,6 @@ def test_the_cli_and_the_composer_refuse_alike(
     from tao_slurm_tui.app import make_app
     from tao_slurm_tui.config import Settings
     from tao_slurm_tui.screens.composer import ComposerScreen
-    from tao_slurm_tui.services.fake import FROZEN_TIME, FakeBackend
     from tests.tui.waits import settle, wait_for
 
     table, field = CASES[case]
@@ -328,41 +328,64 @@ def test_the_cli_and_the_composer_refuse_alike(
     assert cli.count("\n") == 1 and cli.startswith("tao-slurm-tui: ")
 
     async def composer() -> str:
-        """The composer's message for the field, with the same file loaded (a fresh fake)."""
-        fake = FakeBackend(clock=lambda: FROZEN_TIME, profile_name="default")  # the CLI's
-        await fake.capacity()  # what the composer's estimate leaves cached
-        app = make_app(fake, settings=Settings(poll_interval=3600), cursor_blink=False)
-        async with app.run_test(size=(120, 36)) as pilot:
-            screen = ComposerScreen(app.ctx, dict(table), base_dir=tmp_path)
-            await app.push_screen(screen)
-            await settle(pilot)
-            await pilot.press("ctrl+s")  # a submit attempt shows every problem
-            await wait_for(pilot, lambda: field in screen.errors, f"the problem of {field}")
-            message = screen.errors[field]
-            where = {"then": "#steps-error", "gpus": "#problems"}.get(field, f"#e-{field}")
-            label = screen.query_one(where, Label)
-            await wait_for(pilot, lambda: in_words(message) in str(label.render()), "the message")
-            return message
+        """The composer's message for the field, with the same file loaded (a fresh fake
+        cluster, seeded as the CLI's demo is, under the same profile name)."""
+        demo = Demo(tmp_path / "composer-demo", workstation=False)
+        fake = demo.backend()
+        try:
+            await fake.capacity()  # what the composer's estimate leaves cached
+            app = make_app(fake, settings=Settings(poll_interval=3600), cursor_blink=False)
+            async with app.run_test(size=(120, 36)) as pilot:
+                screen = ComposerScreen(app.ctx, dict(table), base_dir=tmp_path)
+                await app.push_screen(screen)
+                await settle(pilot)
+                await pilot.press("ctrl+s")  # a submit attempt shows every problem
+                await wait_for(pilot, lambda: field in screen.errors, f"the problem of {field}")
+                message = screen.errors[field]
+                where = {"then": "#steps-error", "gpus": "#problems"}.get(field, f"#e-{field}")
+                label = screen.query_one(where, Label)
+                await wait_for(
+                    pilot, lambda: in_words(message) in str(label.render()), "the message"
+                )
+                return message
+        finally:
+            await fake.close()
+            demo.close()
 
     message = asyncio.run(composer())
     # The same words: the CLI's one sentence carries the composer's message for the field.
     assert message.rstrip(".") in cli, (message, cli)
 
 
-def test_the_fake_back_end_uses_the_real_rules_and_the_real_script() -> None:
-    from tao_slurm_tui.services.fake import FAKE_LIMITS, FakeBackend
-
-    fake = FakeBackend()
-    for data in (GOOD, {**GOOD, "time_hours": 10}, {**GOOD, "num_gpus": -1, "bogus": 1}):
+@pytest.mark.parametrize(
+    "data",
+    [
+        GOOD,
+        {**GOOD, "time_hours": 10},
+        {**GOOD, "num_gpus": -1, "bogus": 1},
+        {**GOOD, "partition": "gpu-long", "time_hours": 40, "timeout_hours": 39},
+    ],
+)
+async def test_the_demo_uses_the_real_rules_with_the_fake_clusters_limits(
+    data: dict[str, Any], tmp_path: Path
+) -> None:
+    demo = Demo(tmp_path / "demo", workstation=False)
+    fake = demo.backend()
+    try:
+        limits = await fake.partition_limits()  # scontrol show partition on the fake cluster
+        assert limits == {"polar": 4 * HOUR, "polar3": 4 * HOUR, "gpu-long": 48 * HOUR}
         expected = resolve(
             SpecDraft(data),
             fake.profile,
-            ResolveContext(partition_limits=FAKE_LIMITS, profile_name=fake.profile_name),
+            ResolveContext(partition_limits=limits, profile_name=fake.profile_name),
         )
         got = fake.resolve(SpecDraft(data), names=False)
         assert got.problems == expected.problems
         if expected.job is not None and got.job is not None:
             assert fake.render(got.job) == render_job(expected.job)
+    finally:
+        await fake.close()
+        demo.close()
 
 
 # ----------------------------------------------------------------------------------- reasons

@@ -1,0 +1,389 @@
+"""The fake cluster's state and clock: what slurmctld, slurmdbd and the running jobs would know.
+
+Standard library only: the fake tools (:mod:`.tools`) import it in a process started with
+``python -IS`` for every tool call, so it must load in a few milliseconds.
+
+The whole cluster is one JSON file (``state.json`` in the world directory), read and written
+under an exclusive ``flock`` by every tool call and by the in-process :class:`~.world.World`.
+Before answering, a tool brings the state up to the clock (:func:`catch_up`): a pending job
+whose start time came starts on a free node, a running job writes the epochs its clock allows
+to its ``status.json`` and ``main.out``, and ends when its training (or its time limit) does.
+With a frozen clock nothing moves until the world is told to (``advance``, ``train``).
+
+The cluster's file system (``/lustre``, ``/home``) lives under ``<world>/fs``: :func:`local`
+maps a cluster path there, :func:`cluster_text` maps the local prefix back in what is shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+Job = dict[str, Any]
+"""One SLURM job as the controller knows it (see :func:`new_job`)."""
+State = dict[str, Any]
+"""The whole cluster (see :func:`empty_state`)."""
+
+STATE_FILE = "state.json"
+HISTORY_FILE = "history.json"
+WORLD_VARIABLE = "TAO_FAKE_WORLD"
+"""Environment variable naming the world directory in every command the fake runs."""
+
+MOUNTS = ("/lustre", "/home")
+"""The cluster's own top-level directories; they live under ``<world>/fs``."""
+
+LIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED")
+"""States of a job that has not ended."""
+
+EPOCH_LINE_WORDS = "Epoch {epoch:>2}/{max_epoch} step {step:>4}: loss={loss:.4f} lr=0.0001"
+
+
+def empty_state(root: str, user: str) -> State:
+    """A cluster with no node, partition or job yet (the world's seed fills it)."""
+    return {
+        "root": root,
+        "user": user,
+        "clock": {"frozen": None, "offset": 0.0},
+        "next_id": 1100,
+        "jobs": {},
+        "nodes": [],
+        "partitions": [],
+        "qos": [],
+        "assocs": [],
+        "default_accounts": {},
+        "enforce": "associations,limits,qos",
+        "switches": {},
+        "min_job_age": 300,
+        "start_delay": 15.0,
+        "wait": {},
+        "version": "22.05.8",
+    }
+
+
+# ----------------------------------------------------------------------------------- storage
+
+
+def world_dir() -> str:
+    """The world directory of the command being run (from :data:`WORLD_VARIABLE`)."""
+    return os.environ[WORLD_VARIABLE]
+
+
+@contextlib.contextmanager
+def locked(world: str, *, write: bool = True) -> Iterator[State]:
+    """The state, under the world's lock; written back at the end when ``write``."""
+    fd = os.open(os.path.join(world, "state.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
+        path = os.path.join(world, STATE_FILE)
+        with open(path, encoding="utf-8") as handle:
+            state: State = json.load(handle)
+        yield state
+        if write:
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(state, handle, separators=(",", ":"))
+            os.replace(tmp, path)
+    finally:
+        os.close(fd)
+
+
+def history(world: str) -> list[Job]:
+    """The finished jobs of the seed's history (read only: sacct and scontrol need them)."""
+    try:
+        with open(os.path.join(world, HISTORY_FILE), encoding="utf-8") as handle:
+            jobs: list[Job] = json.load(handle)
+    except FileNotFoundError:
+        return []
+    return jobs
+
+
+# ----------------------------------------------------------------------------------- clock
+
+
+def now(state: State) -> float:
+    """The cluster's clock: frozen, or the real one moved by the world's offset."""
+    clock = state["clock"]
+    frozen = clock.get("frozen")
+    return float(frozen) if frozen is not None else time.time() + float(clock.get("offset", 0))
+
+
+def stamp(moment: float | None) -> str:
+    """A time as SLURM prints it (the cluster runs on UTC): ``2026-05-10T08:00:00``."""
+    if moment is None:
+        return "Unknown"
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment))
+
+
+def duration(seconds: float | None) -> str:
+    """``[D-]HH:MM:SS`` (squeue's and sacct's form); ``UNLIMITED`` for None."""
+    if seconds is None:
+        return "UNLIMITED"
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    text = f"{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def short_duration(seconds: float | None) -> str:
+    """squeue's TimeUsed/TimeLimit: no zero hours (``1:27``, ``4:00:00``, ``2-00:00:00``)."""
+    if seconds is None:
+        return "UNLIMITED"
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    hours, minutes, secs = rest // 3600, rest // 60 % 60, rest % 60
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
+
+
+def elapsed(job: Job, at: float) -> float:
+    """Seconds the job has run (a suspended job's clock stands still)."""
+    start = job.get("start")
+    if start is None:
+        return 0.0
+    end = job.get("end") or job.get("suspended_at") or at
+    return max(0.0, float(end) - float(start) - float(job.get("suspended_for", 0.0)))
+
+
+# ----------------------------------------------------------------------------------- paths
+
+
+def local(state: State, path: str) -> str:
+    """Where a cluster path is in this world (paths outside the cluster's mounts unchanged)."""
+    for mount in MOUNTS:
+        if path == mount or path.startswith(mount + "/"):
+            return str(state["root"]) + path
+    return path
+
+
+def cluster_text(root: str, text: str) -> str:
+    """``text`` with the world's file-system prefix taken off (as the cluster prints paths)."""
+    return text.replace(root + "/", "/") if root in text else text
+
+
+# ----------------------------------------------------------------------------------- jobs
+
+
+def new_job(cluster: State, **fields: Any) -> Job:
+    """A job with every field the tools print, ``fields`` over the defaults."""
+    state = cluster
+    job: Job = {
+        "id": "",
+        "name": "job",
+        "user": state["user"],
+        "account": "",
+        "qos": "normal",
+        "partition": "",
+        "state": "PENDING",
+        "reason": "Priority",
+        "held": False,
+        "dependency": "",
+        "nodes_req": 1,
+        "cpus": 1,
+        "gpus": 0,
+        "gpu_type": "",
+        "mem_mb": 0,
+        "time_limit": 3600,
+        "submit": now(state),
+        "eligible": None,
+        "start": None,
+        "end": None,
+        "est_start": None,
+        "exit_code": "0:0",
+        "restarts": 0,
+        "node_list": "",
+        "exclude": "",
+        "work_dir": f"/home/{state['user']}",
+        "stdout": "",
+        "stderr": "",
+        "script": "",
+        "cancelled_by": "",
+        "cpu_time": None,
+        "max_rss": "",
+        "train": None,
+    }
+    job.update(fields)
+    return job
+
+
+def add_job(cluster: State, **fields: Any) -> Job:
+    """Give a new job the next SLURM id and keep it."""
+    job_id = str(cluster["next_id"])
+    cluster["next_id"] += 1
+    job = new_job(cluster, id=job_id, **fields)
+    cluster["jobs"][job_id] = job
+    return job
+
+
+def live(job: Job) -> bool:
+    """The job has not ended."""
+    return str(job["state"]).split(" ")[0] in LIVE
+
+
+def end_job(state: State, job: Job, job_state: str, at: float, exit_code: str) -> None:
+    """End ``job`` (its nodes are free again)."""
+    job["state"] = job_state
+    job["end"] = at
+    job["exit_code"] = exit_code
+    if job.get("suspended_at"):
+        job["suspended_for"] = float(job.get("suspended_for", 0.0)) + at - job["suspended_at"]
+        job["suspended_at"] = None
+    if job["start"] is None:
+        job["start"] = at if job_state != "CANCELLED" else None
+    job["reason"] = "None"
+    train = job.get("train")
+    if train and job_state == "COMPLETED":
+        _write_status(state, job, {"status": "SUCCESS", "message": train["success"]}, at)
+
+
+def gpus_free(state: State, node: Job) -> int:
+    """GPUs of ``node`` no running or suspended job holds."""
+    used = sum(
+        int(j["gpus"])
+        for j in state["jobs"].values()
+        if j["state"] in ("RUNNING", "SUSPENDED", "COMPLETING") and node["name"] in _nodes(j)
+    )
+    return int(node["gpus"]) - used
+
+
+def _nodes(job: Job) -> list[str]:
+    return [n for n in str(job.get("node_list", "")).split(",") if n]
+
+
+def _place(state: State, job: Job) -> str:
+    """A node of the job's partition with room for it, or ''."""
+    wanted = [p for p in str(job["partition"]).split(",") if p]
+    excluded = set(str(job.get("exclude", "")).split(","))
+    for node in state["nodes"]:
+        if node["name"] in excluded or node["state"] not in ("IDLE", "MIXED"):
+            continue
+        if wanted and not set(wanted) & set(node["partitions"]):
+            continue
+        if job["gpu_type"] and node["gpu_type"] != job["gpu_type"]:
+            continue
+        if gpus_free(state, node) >= int(job["gpus"]):
+            return str(node["name"])
+    return ""
+
+
+def _dependency_state(state: State, job: Job) -> str:
+    """``ok`` (run now), ``wait`` or ``never``."""
+    verdict = "ok"
+    for clause in str(job.get("dependency", "")).split(","):
+        kind, _, ids = clause.partition(":")
+        for dep_id in ids.split(":") if ids else []:
+            dep = state["jobs"].get(dep_id)
+            if dep is None:
+                continue
+            if live(dep):
+                verdict = "wait"
+            elif kind == "afterok" and dep["state"] != "COMPLETED":
+                return "never"
+    return verdict
+
+
+def catch_up(state: State) -> None:
+    """Bring every job up to the clock (starts, training progress, ends)."""
+    at = now(state)
+    for job in sorted(state["jobs"].values(), key=lambda j: int(j["id"])):
+        if job["state"] == "PENDING" and not job["held"]:
+            _maybe_start(state, job, at)
+        if job["state"] == "RUNNING":
+            _run(state, job, at)
+
+
+def _maybe_start(state: State, job: Job, at: float) -> None:
+    deps = _dependency_state(state, job)
+    if deps == "never":
+        job["reason"] = "DependencyNeverSatisfied"
+        return
+    if deps == "wait":
+        job["reason"] = "Dependency"
+        return
+    if job.get("eligible") is None:
+        job["eligible"] = at
+        if job["reason"] in ("Dependency", "JobHeldUser"):
+            job["reason"] = "Priority"
+    if job.get("pinned"):
+        return  # a seeded waiting job keeps its reason until the world is told otherwise
+    delay = float(state.get("start_delay", 15.0))
+    if at < float(job["eligible"]) + delay:
+        return
+    node = _place(state, job)
+    if not node:
+        job["reason"] = "Resources"
+        return
+    job.update(state="RUNNING", reason="None", node_list=node, start=float(job["eligible"]) + delay)
+    train = job.get("train")
+    if train:
+        train["t0"] = job["start"]
+        _write_status(state, job, {"status": "STARTED"}, at)
+        _append_log(state, job, [f"[attempt {train.get('attempt', 0) + 1}] Starting training"])
+
+
+def _run(state: State, job: Job, at: float) -> None:
+    limit = job.get("time_limit")
+    if limit is not None and elapsed(job, at) >= float(limit):
+        end_job(state, job, "TIMEOUT", float(job["start"]) + float(limit), "0:15")
+        return
+    train = job.get("train")
+    if not train:
+        return
+    every = train.get("epoch_seconds")
+    ran = int((at - float(train["t0"])) // float(every)) if every else 0
+    target = min(int(train["max_epoch"]), int(train["epoch0"]) + int(train["bumps"]) + ran)
+    while int(train["written"]) < target:
+        epoch = int(train["written"]) + 1
+        train["written"] = epoch
+        left = (int(train["max_epoch"]) - epoch) * int(every or 190)
+        eta = f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+        loss = round(1.0 / (1 + epoch * 0.25), 4)
+        entry = {"status": "RUNNING", "epoch": epoch, "max_epoch": train["max_epoch"]}
+        entry.update(eta=eta, kpi={"loss": loss})
+        _write_status(state, job, entry, at)
+        _append_log(
+            state,
+            job,
+            [
+                EPOCH_LINE_WORDS.format(
+                    epoch=epoch, max_epoch=train["max_epoch"], step=epoch * 20, loss=loss
+                )
+            ],
+        )
+    if int(train["written"]) >= int(train["max_epoch"]):
+        end_job(state, job, "COMPLETED", at, "0:0")
+
+
+def _write_status(state: State, job: Job, entry: dict[str, Any], at: float) -> None:
+    train = job["train"]
+    path = local(state, train["status_json"])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    line = {
+        "date": time.strftime("%-m/%-d/%Y", time.gmtime(at)),
+        "time": time.strftime("%H:%M:%S", time.gmtime(at)),
+        "verbosity": "INFO",
+        **entry,
+    }
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+def _append_log(state: State, job: Job, lines: list[str]) -> None:
+    if not job.get("stdout"):
+        return
+    path = local(state, job["stdout"])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+
+
+def switch(state: State, tool: str) -> str:
+    """The failure a test switched on for ``tool`` ('' when it answers normally)."""
+    return str(state.get("switches", {}).get(tool, ""))

@@ -1,0 +1,227 @@
+"""A fake cluster's world: its directory, its tools on ``PATH``, its clock and its failure switches.
+
+One :class:`World` is one cluster: ``<dir>/state.json`` (the controller, see :mod:`.engine`),
+``<dir>/bin`` (the login host's fake SLURM tools and ``date``), ``<dir>/nodebin`` (what a
+compute node adds), ``<dir>/fs`` (the cluster's ``/lustre`` and ``/home``). Tests and the demo
+steer it from outside, as an admin or the passing of time would: :meth:`World.advance` moves a
+frozen clock, :meth:`World.train` lets a running job write epochs, :meth:`World.fail` makes a
+tool fail the way SLURM does, :attr:`World.link` takes the login hosts off the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from tao_slurm_tui.services.fakecluster import engine
+from tao_slurm_tui.services.fakecluster.engine import Job, State
+from tao_slurm_tui.services.fakecluster.tools import TOOLS
+
+LinkState = Literal["up", "down"]
+"""``down``: no login host answers (every dial fails as an unreachable host does)."""
+
+NODE_TOOLS = ("hostname", "enroot")
+"""Tools only a compute node has (``srun`` puts them first on ``PATH``)."""
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+
+
+class World:
+    """One fake cluster on this machine (see the module docstring)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, user: str = "researcher") -> None:
+        """Open the world at ``path``, creating its directories and tools if they are missing.
+
+        The path may contain only letters, digits and ``/._-``: the fake maps cluster paths
+        into it inside command lines, where no quoting may be needed.
+        """
+        self.path = Path(path).resolve()
+        """The world directory."""
+        if any(not (c.isalnum() or c in "/._-") for c in str(self.path)):
+            raise ValueError(f"a fake world needs a plain path, not {self.path}")
+        self.root = str(self.path / "fs")
+        """Where the cluster's ``/`` (its ``/lustre`` and ``/home``) lives."""
+        self.user = user
+        """The cluster account every command runs as."""
+        self.link: LinkState = "up"
+        """Whether the login hosts answer (see :class:`~.connection.FakeConnection`)."""
+        self.host_keys: dict[str, str] = {}
+        """Each login host's public host key (OpenSSH form); filled by the seed."""
+        self.password = "demo-password"
+        """The account's password (what a one-time password login needs)."""
+        self.commands: list[str] = []
+        """Every command line the services sent, as sent (tests may assert on them)."""
+        self.delay = 0.0
+        """Seconds every command waits before it runs (a slow network, for tests)."""
+        self.on_dial: list[object] = []
+        """Live fake SSH connections (to drop them, see :meth:`drop`)."""
+        self.holds: list[tuple[str, asyncio.Event]] = []
+        """Commands containing a pattern wait for its event (see :meth:`hold`)."""
+        if not (self.path / engine.STATE_FILE).exists():
+            self._create()
+
+    # ------------------------------------------------------------------ layout
+
+    @property
+    def home(self) -> str:
+        """The account's home directory on the cluster (a cluster path)."""
+        return f"/home/{self.user}"
+
+    def local(self, cluster_path: str) -> Path:
+        """Where a cluster path (``/lustre/...``, ``/home/...``) is on this machine."""
+        return Path(self.root + cluster_path)
+
+    def _create(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        for sub in ("bin", "nodebin", "fs/tmp", f"fs/home/{self.user}/.ssh", "fs/lustre"):
+            (self.path / sub).mkdir(parents=True, exist_ok=True)
+        for name in TOOLS:
+            folder = "nodebin" if name in NODE_TOOLS else "bin"
+            self._script(
+                self.path / folder / name,
+                f"#!{sys.executable} -IS\nimport sys\nsys.path.insert(0, {_PACKAGE_PARENT!r})\n"
+                "from tao_slurm_tui.services.fakecluster.tools import main\n"
+                f"main({name!r})\n",
+            )
+        state = engine.empty_state(self.root, self.user)
+        (self.path / engine.STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        self._clock_tools(state)
+
+    @staticmethod
+    def _script(path: Path, text: str) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o755)
+        tmp.replace(path)
+
+    def _clock_tools(self, state: State) -> None:
+        """``date`` on the login host tells the cluster's time (a frozen one too)."""
+        real = shutil.which("date", path="/usr/bin:/bin") or "/bin/date"
+        frozen = state["clock"].get("frozen")
+        offset = float(state["clock"].get("offset", 0.0))
+        if frozen is not None:
+            when = f'-d "@{int(frozen)}"'
+        elif offset:
+            when = f'-d "@$(( $({real} +%s) + {int(offset)} ))"'
+        else:
+            when = ""
+        # Only a date without -d/-r/-s is moved: "date +FORMAT" is how our commands ask.
+        self._script(
+            self.path / "bin" / "date",
+            f'#!/bin/sh\ncase " $* " in *" -d"*|*" -r"*|*" -s"*|*" --date"*) exec {real} "$@";; '
+            f'esac\nexec {real} {when} "$@"\n',
+        )
+
+    def env(self) -> dict[str, str]:
+        """The environment a command of the login host runs with."""
+        home = self.root + self.home
+        return {
+            "PATH": f"{self.path / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "USER": self.user,
+            "LOGNAME": self.user,
+            "SHELL": "/bin/sh",
+            "TMPDIR": self.root + "/tmp",
+            "TZ": "UTC",
+            "LANG": "C.UTF-8",
+            engine.WORLD_VARIABLE: str(self.path),
+        }
+
+    # ------------------------------------------------------------------ the state
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[State]:
+        """The cluster's state, to read or change (under the tools' lock); brought up to the
+        clock first, as any tool call would."""
+        with engine.locked(str(self.path)) as state:
+            engine.catch_up(state)
+            yield state
+
+    def job(self, name_or_id: str) -> Job:
+        """A copy of the latest SLURM job with this id or name (KeyError if none)."""
+        with self.edit() as state:
+            jobs = state["jobs"]
+            found = jobs.get(name_or_id) or next(
+                (j for j in sorted(jobs.values(), key=lambda j: -int(j["id"]))
+                 if j["name"] == name_or_id),
+                None,
+            )  # fmt: skip
+        if found is None:
+            raise KeyError(name_or_id)
+        return dict(found)
+
+    def now(self) -> float:
+        """The cluster's clock."""
+        with engine.locked(str(self.path), write=False) as state:
+            return engine.now(state)
+
+    def freeze(self, moment: float | None) -> None:
+        """Stop the cluster's clock at ``moment`` (None: let it run with the real one)."""
+        with engine.locked(str(self.path)) as state:
+            state["clock"] = {"frozen": moment, "offset": 0.0}
+            self._clock_tools(state)
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass on the cluster (jobs start, train and end as they would)."""
+        with engine.locked(str(self.path)) as state:
+            clock = state["clock"]
+            if clock.get("frozen") is not None:
+                clock["frozen"] = float(clock["frozen"]) + seconds
+            else:
+                clock["offset"] = float(clock.get("offset", 0.0)) + seconds
+            self._clock_tools(state)
+            engine.catch_up(state)
+
+    def train(self, name_or_id: str, epochs: int = 1) -> None:
+        """Let a running job write ``epochs`` more epochs (its status.json and main.out) now."""
+        job_id = self.job(name_or_id)["id"]
+        with self.edit() as state:
+            job = state["jobs"][job_id]
+            if job["state"] != "RUNNING" or not job.get("train"):
+                raise ValueError(f"job {name_or_id} is not a running TAO job")
+            job["train"]["bumps"] += epochs
+            engine.catch_up(state)
+
+    def fail(self, tool: str, how: str = "fail") -> None:
+        """Make ``tool`` (``squeue``, ``sacct``, ``sbatch``, ``scancel``, ``scontrol``,
+        ``sacctmgr``; ``squeue-garbage``, ``sacct-garbage``) fail as SLURM does when its daemon
+        is down, or (``sbatch``) refuse with the message ``how``."""
+        with engine.locked(str(self.path)) as state:
+            state.setdefault("switches", {})[tool] = how
+
+    def heal(self, tool: str | None = None) -> None:
+        """Undo :meth:`fail` for ``tool`` (None: every tool)."""
+        with engine.locked(str(self.path)) as state:
+            if tool is None:
+                state["switches"] = {}
+            else:
+                state.setdefault("switches", {}).pop(tool, None)
+
+    def set(self, **settings: object) -> None:
+        """Change cluster-wide settings (``start_delay``, ``min_job_age``, ``max_epoch``,
+        ``epoch_seconds``, ``enforce``, ``pyxis``, ``wait``...)."""
+        with engine.locked(str(self.path)) as state:
+            state.update(settings)
+
+    # ------------------------------------------------------------------ the network
+
+    def hold(self, pattern: str) -> asyncio.Event:
+        """Make every command containing ``pattern`` wait until the returned event is set (a
+        slow cluster: the answer comes when the test says so)."""
+        event = asyncio.Event()
+        self.holds.append((pattern, event))
+        return event
+
+    def drop(self) -> None:
+        """Drop every open SSH connection to this cluster (as a network blip would)."""
+        for conn in list(self.on_dial):
+            drop = getattr(conn, "drop", None)
+            if drop is not None:
+                drop()
