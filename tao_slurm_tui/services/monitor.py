@@ -56,7 +56,12 @@ from tao_slurm_tui.core import retry as retry_rules
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
-from tao_slurm_tui.core.run_events import ASK_CONDITION, events_parts, parse_events
+from tao_slurm_tui.core.run_events import (
+    ASK_CONDITION,
+    EventsAnswer,
+    events_parts,
+    parse_events,
+)
 from tao_slurm_tui.core.slurm_poll import PollOutput, parse_poll_output, queue_command
 from tao_slurm_tui.core.slurm_text import expand_nodelist, federated
 from tao_slurm_tui.core.tick_reads import (
@@ -135,6 +140,10 @@ class _Poll:
     """True when squeue ran (a paced tick may read only the run events and status.json)."""
     asked_by: str = "every"
     """Why squeue ran (see :attr:`TickResult.asked_by`)."""
+    events: EventsAnswer | None = None
+    """What the run events part printed (a paced tick), taken into the watch only once the
+    whole tick has succeeded: a tick cut short leaves the sizes as they were, so the next one
+    sees the same change again."""
 
 
 class Monitor:
@@ -245,6 +254,8 @@ class Monitor:
         self._save_all(work, result)
         if any(j.pipeline_id for j in self.jobs.records()):
             await self._follow_pipelines(result)
+        if self.watch is not None and poll.events is not None:
+            self.watch.take(poll.events, jobs)
         self._forget_ended(jobs, poll.ids)
         if self.watch is not None and poll.asked:
             active = [r for j in jobs if not (r := self.jobs.get(j.id) or j).status.terminal]
@@ -286,17 +297,11 @@ class Monitor:
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
         output = parse_poll_output(first.stdout, wanted=set(ids.values()))
-        asked, asked_by = True, "every"
+        asked, asked_by, answer = True, "every", None
         if watch is not None:
             answer = parse_events(first.stdout, events)
-            if not answer.complete:
-                raise RemoteError(
-                    "The poll command's output was cut short "
-                    f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
-                )
-            watch.take(answer, jobs)
             asked, asked_by = answer.asked, "events" if answer.printed or not why else why
-        if not output.complete:
+        if not output.complete or (answer is not None and not answer.complete):
             raise RemoteError(
                 "The poll command's output was cut short "
                 f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
@@ -310,7 +315,7 @@ class Monitor:
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout)
         live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
-        return _Poll(ids, output, live_status, asked, asked_by)
+        return _Poll(ids, output, live_status, asked, asked_by, answer)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
         """Merge what the poll says into a copy of each job that something new is known about;

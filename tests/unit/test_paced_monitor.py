@@ -23,7 +23,7 @@ from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.slurm_poll import SACCT_FIELDS, SEP, SQUEUE_FIELDS
-from tao_slurm_tui.remote.connection import CommandResult
+from tao_slurm_tui.remote.connection import CommandResult, RemoteError
 from tao_slurm_tui.services.monitor import Monitor
 from tao_slurm_tui.services.store import JobStore
 
@@ -184,6 +184,28 @@ async def test_an_end_slurm_has_not_seen_yet_is_asked_again_next_tick(world: Any
     clock.now += 2
     result = await mon.tick()
     assert result.asked and result.jobs[0].slurm_state == "COMPLETING"
+
+
+async def test_a_tick_cut_short_leaves_the_events_change_for_the_next(world: Any) -> None:
+    cluster, store, clock, profile = world
+    events = submitted(store, profile, "a", "41")
+    event(events, "start", 0, clock.now, "n1")
+    cluster.squeue(squeue_row("41", "RUNNING", nodes="n1"))
+    mon = monitor(cluster, store, profile, clock)
+    await mon.tick()
+    clock.now += pace.FAST_FOR + 5  # long in RUNNING: a disagreement alone would wait
+    # The run ends; the round trip that prints its line dies before squeue has answered.
+    event(events, "end", 0, clock.now, "rc=0")
+    stub = cluster.stub / "squeue"
+    working = stub.read_text()
+    stub.write_text('#!/bin/sh\nkill -9 "$PPID"\n')
+    with pytest.raises(RemoteError, match="cut short"):
+        await mon.tick()
+    stub.write_text(working)
+    cluster.squeue(squeue_row("41", "COMPLETING", nodes="n1"))
+    clock.now += 2
+    result = await mon.tick()  # the same change is news again: asked at once
+    assert result.asked_by == "events" and result.jobs[0].slurm_state == "COMPLETING"
 
 
 async def test_cancel_while_pending_is_seen_at_the_pace(world: Any) -> None:
