@@ -21,8 +21,7 @@ from pathlib import Path
 from _sandbox import sandbox
 
 from tao_slurm_tui.core.profile import Profile
-from tests.integration.fresh_account import ACCOUNT, CLUSTER, free_port
-from tests.ready import ssh_banner, wait_until
+from tests.integration.fresh_account import ACCOUNT, CLUSTER, free_port, second_sshd
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,8 @@ def _run(*argv: str) -> None:
 def _add_user(user: str) -> None:
     home = Path(f"/home/{user}")
     subprocess.run(["userdel", "-r", "-f", user], capture_output=True, timeout=30)
+    # (an association a killed run left makes "add" answer "Nothing new added", rc 1)
+    subprocess.run(["sacctmgr", "-i", "delete", "user", user], capture_output=True, timeout=30)
     _run("useradd", "-m", "-d", str(home), "-s", "/bin/bash", user)
     _run("usermod", "-p", "*", user)  # no password, but not locked: key logins work
     ssh = home / ".ssh"
@@ -92,7 +93,6 @@ def _key_sshd(root: Path, users: list[str]) -> Iterator[tuple[int, Path]]:
     """A second sshd (the sandbox's config and host key, its own port) letting ``users`` in
     with the sandbox key; yields (port, known_hosts for it)."""
     port = free_port()
-    base = (sandbox.STATE_DIR / "ssh" / "sshd_config").read_text().splitlines()
     replaced = {
         "Port": str(port),
         "PidFile": str(root / "sshd.pid"),
@@ -100,27 +100,11 @@ def _key_sshd(root: Path, users: list[str]) -> Iterator[tuple[int, Path]]:
         "MaxSessions": "200",
         "MaxStartups": "400:30:800",
     }
-    lines = [ln for ln in base if ln.split(" ", 1)[0] not in replaced]
-    config = root / "sshd_config"
-    config.write_text("\n".join([*lines, *(f"{k} {v}" for k, v in replaced.items())]) + "\n")
     host_key = Path(f"{sandbox.STATE_DIR}/ssh/ssh_host_ed25519_key.pub").read_text().split()
     known = root / "known_hosts"
     known.write_text(f"[{sandbox.HOST}]:{port} {host_key[0]} {host_key[1]}\n")
-    with open(root / "sshd.log", "w") as log:
-        proc = subprocess.Popen(
-            ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=log
-        )
-    try:
-        wait_until(
-            lambda: ssh_banner(sandbox.HOST, port),
-            f"the bench sshd on port {port}",
-            alive=lambda: proc.poll() is None,
-            detail=lambda: (root / "sshd.log").read_text(),
-        )
+    with second_sshd(root, replaced, f"the bench sshd on port {port}"):
         yield port, known
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @contextlib.contextmanager

@@ -8,16 +8,18 @@ finished state waits for accounting to agree, then the job ends Complete).
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
 
 from tao_slurm_tui.core import pace
 from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.errors import TaoError
 from tests.faults import daemons
-from tests.faults.test_faults import assert_no_orphan, known_ids, one_sentence
+from tests.faults.test_faults import (
+    assert_no_orphan,
+    known_ids,
+    one_sentence,
+    slurmdbd_stopped_while_a_job_ends,
+)
 from tests.integration.monitor_helpers import PROFILE, Harness, unique
 
 pytestmark = pytest.mark.slow
@@ -53,24 +55,5 @@ async def test_slurmctld_restarted_under_a_paced_monitor(paced: Harness) -> None
 
 
 async def test_slurmdbd_stopped_while_a_paced_job_ends(paced: Harness) -> None:
-    h = paced
-    name = unique("fpdbd")
-    await h.submit(name, "sleep 5")
-    await h.tick_until(name, lambda j: j.status is TaoStatus.RUNNING)
-    daemons.stop("slurmdbd")
-    try:
-        stop = time.monotonic() + 60
-        while time.monotonic() < stop:
-            try:
-                await h.monitor.tick()
-            except TaoError as exc:
-                one_sentence(str(exc))
-            job = h.store.require(PROFILE, name)
-            assert job.status in (TaoStatus.RUNNING, TaoStatus.COMPLETE), job.status_json()
-            await asyncio.sleep(2)
-    finally:
-        daemons.start("slurmdbd")
-    daemons.slurmdbd_up()
-    job = await h.tick_until(name, lambda j: j.status.terminal, timeout=120)
-    assert job.status is TaoStatus.COMPLETE, job.status_json()
-    assert len(job.attempts) == 1
+    # Its "end" line asks squeue at once; the finished state waits for accounting to agree.
+    await slurmdbd_stopped_while_a_job_ends(paced, unique("fpdbd"))

@@ -129,6 +129,17 @@ def monitor(cluster: LocalCluster, store: JobStore, profile: Profile, clock: Clo
     return Monitor(cluster, store, "p", profile, clock=clock, paced=True)  # type: ignore[arg-type]
 
 
+async def running(world: Any, **fields: str) -> tuple[Path, Monitor]:
+    """Job ``a`` (SLURM id 41) has started on n1 and written so; a paced monitor saw it."""
+    cluster, store, clock, profile = world
+    events = submitted(store, profile, "a", "41")
+    event(events, "start", 0, clock.now, "n1")
+    cluster.squeue(squeue_row("41", "RUNNING", nodes="n1", **fields))
+    mon = monitor(cluster, store, profile, clock)
+    await mon.tick()
+    return events, mon
+
+
 async def test_quiet_ticks_ask_nothing_and_events_ask_at_once(world: Any) -> None:
     cluster, store, clock, profile = world
     events = submitted(store, profile, "a", "41")
@@ -168,12 +179,8 @@ async def test_quiet_ticks_ask_nothing_and_events_ask_at_once(world: Any) -> Non
 
 
 async def test_an_end_slurm_has_not_seen_yet_is_asked_again_next_tick(world: Any) -> None:
-    cluster, store, clock, profile = world
-    events = submitted(store, profile, "a", "41")
-    event(events, "start", 0, clock.now, "n1")
-    cluster.squeue(squeue_row("41", "RUNNING", nodes="n1"))
-    mon = monitor(cluster, store, profile, clock)
-    await mon.tick()
+    cluster, _, clock, _ = world
+    events, mon = await running(world)
     # The script wrote "end" a moment before slurmctld heard of it: squeue still says RUNNING.
     event(events, "end", 0, clock.now, "rc=0")
     clock.now += 2
@@ -187,12 +194,8 @@ async def test_an_end_slurm_has_not_seen_yet_is_asked_again_next_tick(world: Any
 
 
 async def test_a_tick_cut_short_leaves_the_events_change_for_the_next(world: Any) -> None:
-    cluster, store, clock, profile = world
-    events = submitted(store, profile, "a", "41")
-    event(events, "start", 0, clock.now, "n1")
-    cluster.squeue(squeue_row("41", "RUNNING", nodes="n1"))
-    mon = monitor(cluster, store, profile, clock)
-    await mon.tick()
+    cluster, _, clock, _ = world
+    events, mon = await running(world)
     clock.now += pace.FAST_FOR + 5  # long in RUNNING: a disagreement alone would wait
     # The run ends; the round trip that prints its line dies before squeue has answered.
     event(events, "end", 0, clock.now, "rc=0")
@@ -229,12 +232,8 @@ async def test_cancel_while_pending_is_seen_at_the_pace(world: Any) -> None:
 
 
 async def test_a_lost_node_is_seen_at_the_running_pace(world: Any) -> None:
-    cluster, store, clock, profile = world
-    events = submitted(store, profile, "a", "41")
-    event(events, "start", 0, clock.now, "n1")
-    cluster.squeue(squeue_row("41", "RUNNING", nodes="n1", elapsed="1:00"))
-    mon = monitor(cluster, store, profile, clock)
-    await mon.tick()
+    cluster, store, clock, _ = world
+    _, mon = await running(world, elapsed="1:00")
     # The node died with the job: no "end" line. SLURM calls it NODE_FAIL.
     cluster.squeue(squeue_row("41", "NODE_FAIL", nodes="n1"))
     cluster.sacct(sacct_row("41", "NODE_FAIL", "0:0"))
@@ -247,12 +246,8 @@ async def test_a_lost_node_is_seen_at_the_running_pace(world: Any) -> None:
 
 
 async def test_elapsed_moves_on_between_answers(world: Any) -> None:
-    cluster, store, clock, profile = world
-    events = submitted(store, profile, "a", "41")
-    event(events, "start", 0, clock.now, "n1")
-    cluster.squeue(squeue_row("41", "RUNNING", nodes="n1", elapsed="1:00"))
-    mon = monitor(cluster, store, profile, clock)
-    await mon.tick()
+    _, _, clock, _ = world
+    _, mon = await running(world, elapsed="1:00")
     clock.now += 4
     result = await mon.tick()
     assert not result.asked and result.changed == []  # less than a step: nothing to write
