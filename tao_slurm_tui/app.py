@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.theme import Theme
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from tao_slurm_tui.config import Config, ConfigError, Settings
+from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
 from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
@@ -26,6 +28,7 @@ from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.session import BackendFactory, backend_factory
+from tao_slurm_tui.widgets import terminal_guard
 from tao_slurm_tui.widgets.app_header import ConnectionStateChanged, SessionStatus
 from tao_slurm_tui.widgets.theme import TAO_DARK, THEMES
 
@@ -91,6 +94,7 @@ class TaoSlurmApp(App[None]):
             save_settings: Writes the settings (the chosen theme) to the config file.
         """
         super().__init__()
+        terminal_guard.install()  # no control character in a rendered line reaches the terminal
         self.cursor_blink = cursor_blink
         settings = settings or Settings()
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
@@ -191,6 +195,27 @@ class TaoSlurmApp(App[None]):
         widget = event.widget
         if not self.cursor_blink and isinstance(widget, (Input, TextArea)):
             widget.cursor_blink = False
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast. Every toast of the app (``Widget.notify`` ends here) is plain text: messages
+        quote job names, ``status.json`` and the cluster's errors, which are data, never markup;
+        control characters are spelled out. ``markup`` is accepted and ignored."""
+        del markup
+        super().notify(
+            shown_text(message),
+            title=shown(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     # ------------------------------------------------------------------ errors
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

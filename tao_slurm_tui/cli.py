@@ -19,6 +19,7 @@ from tao_slurm_tui import __version__
 from tao_slurm_tui.commands import VERBS
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.config import ConfigError, config_path
+from tao_slurm_tui.core.shown import shown_text
 from tao_slurm_tui.errors import TaoError
 
 _HELP = {
@@ -154,6 +155,11 @@ def _run_tui(ctx: CliContext, spec_path: str | None = None) -> int:
     return run_app(ctx.config, ctx.profile_override, spec=spec)
 
 
+def _say(text: str) -> None:
+    """``tao-slurm-tui: text`` on stderr; a sentence may quote the cluster (data, not codes)."""
+    print(shown_text(f"tao-slurm-tui: {text}"), file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     try:
@@ -161,20 +167,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(only=verb_of(argv))
         args = parser.parse_args(argv)
     except EmptyArgument as exc:
-        print(f"tao-slurm-tui: {exc}", file=sys.stderr)
+        _say(str(exc))
         return 2
     except KeyboardInterrupt:
-        print("tao-slurm-tui: interrupted.", file=sys.stderr)
+        _say("interrupted.")
         return 130
     ctx = CliContext(config_override=args.config, profile_override=args.profile)
     try:
         if args.verb is None:
             return _run_tui(ctx, args.tui_spec)
         if args.tui_spec:
-            print(
-                f"tao-slurm-tui: --spec opens the dashboard's composer; give the spec to "
-                f"'{args.verb}' as its own argument instead.",
-                file=sys.stderr,
+            _say(
+                f"--spec opens the dashboard's composer; give the spec to "
+                f"'{args.verb}' as its own argument instead."
             )
             return 2
         if args.verb != "config":
@@ -190,13 +195,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args._module.run(args, ctx)
         return code
     except ConfigError as exc:
-        print(f"tao-slurm-tui: {exc}", file=sys.stderr)
+        _say(str(exc))
         return 2
     except TaoError as exc:
-        print(f"tao-slurm-tui: {exc}", file=sys.stderr)
+        _say(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
-        print("tao-slurm-tui: interrupted.", file=sys.stderr)
+        _say("interrupted.")
         return 130
     except BrokenPipeError:
         # `tao-slurm-tui VERB | head` closed the pipe early: not an error. Point stdout at

@@ -155,8 +155,14 @@ def _dump(settings: Settings) -> dict[str, Any]:
 
 
 def write_atomic(path: Path, content: bytes, mode: int = 0o600) -> None:
-    """Write ``content`` to ``path`` via a temp file in the same dir + rename, with ``mode``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``content`` to ``path`` via a temp file in the same dir + rename, with ``mode``.
+
+    The temp file has a random name and is created exclusively (``mkstemp``: a file or a
+    symlink planted under its name is never followed), gets ``mode`` before any byte is
+    written, and replaces ``path`` itself (a symlink at ``path`` is replaced, not followed).
+    Directories it creates are private (0700).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)
@@ -169,6 +175,19 @@ def write_atomic(path: Path, content: bytes, mode: int = 0o600) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def create_private(path: Path) -> bool:
+    """Create ``path`` empty with mode 0600 (and its directories 0700) if it does not exist;
+    True when it did not. Exclusive and ``O_NOFOLLOW``: nothing planted under the name (a
+    symlink) is followed; a file another process created first is left as it is."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.exists():
+        return False
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, flags, 0o600))
+    return True
 
 
 def save_settings(settings: Settings, path: Path) -> None:

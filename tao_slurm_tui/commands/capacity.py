@@ -16,6 +16,7 @@ import json
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.capacity import NodeState
 from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
+from tao_slurm_tui.core.shown import shown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,19 +70,23 @@ def format_report(report: CapacityReport) -> str:
                 f"{p.pending_jobs} ({p.pending_gpus} GPUs)",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    # Partition, type and node names and the admins' reasons are the cluster's words: one line
+    # each, spelled out.
+    cells = [[shown(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
     lines = [f"{report.gpus_free} GPUs free on the cluster (* marks the default partition)."]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     if report.unavailable:
         lines += ["", "Nodes that take no new job:"]
         for n in report.unavailable:
-            why = n.reason or "no reason given"
-            by = f" (by {n.by}, {n.since})" if n.by else ""
-            lines.append(f"  {n.name:<12} {n.state!s:<9} {why}{by}")
+            why = shown(n.reason or "no reason given")
+            by = f" (by {shown(n.by)}, {shown(n.since)})" if n.by else ""
+            lines.append(f"  {shown(n.name):<12} {n.state!s:<9} {why}{by}")
     mine = report.mine
     lines += [
         "",
-        f"Your jobs ({report.user}): {mine.running_jobs} running with {mine.running_gpus} GPUs, "
+        f"Your jobs ({shown(report.user)}): {mine.running_jobs} running with "
+        f"{mine.running_gpus} GPUs, "
         f"{mine.pending_jobs} pending asking for {mine.pending_gpus} GPUs.",
     ]
     if report.limits:
@@ -89,11 +94,12 @@ def format_report(report: CapacityReport) -> str:
         for lim in report.limits:
             used = "per job" if lim.used is None else f"{lim.used}/{lim.limit} used"
             flag = "  REACHED: new jobs wait" if lim.reached else ""
-            lines.append(f"  {lim.scope}: {lim.kind} {lim.resource}={lim.limit} ({used}){flag}")
+            what = shown(f"{lim.scope}: {lim.kind} {lim.resource}={lim.limit}")
+            lines.append(f"  {what} ({used}){flag}")
     elif report.accounting:
         lines += ["", "No QOS or account limits apply to you."]
     for note in report.notes:
-        lines += ["", f"Note: {note}"]
+        lines += ["", f"Note: {shown(note)}"]
     return "\n".join(lines)
 
 

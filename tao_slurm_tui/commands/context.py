@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TextIO, TypeVar
 
+from tao_slurm_tui.commands.terminal import shown_stream
 from tao_slurm_tui.config import Config
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.session import open_backend
@@ -27,6 +28,11 @@ class CliContext:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     stdin: TextIO = field(default_factory=lambda: sys.stdin)
+
+    def __post_init__(self) -> None:
+        # The cluster's words are data: no control character reaches the terminal raw.
+        self.stdout = shown_stream(self.stdout)
+        self.stderr = shown_stream(self.stderr)
 
     @cached_property
     def config(self) -> Config:

@@ -7,6 +7,7 @@ import json
 
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.preflight import CheckStatus, DoctorReport
+from tao_slurm_tui.core.shown import shown, shown_text
 
 _MARK = {
     CheckStatus.PASS: "ok  ",
@@ -27,9 +28,10 @@ def format_report(report: DoctorReport) -> str:
     width = max((len(r.title) for r in report.results), default=10)
     lines = []
     for res in report.results:
-        lines.append(f"[{_MARK[res.status]}] {res.title:<{width}}  {res.detail}")
+        # A detail may quote what the login host answered: one line, spelled out.
+        lines.append(f"[{_MARK[res.status]}] {res.title:<{width}}  {shown(res.detail)}")
         if res.fix and res.status in (CheckStatus.FAIL, CheckStatus.WARN):
-            lines.append(f"       {'':<{width}}  fix: {res.fix}")
+            lines.append(f"       {'':<{width}}  fix: {shown(res.fix)}")
     failed = sum(1 for r in report.results if r.failed)
     lines.append("")
     lines.append(
@@ -37,7 +39,7 @@ def format_report(report: DoctorReport) -> str:
     )
     if report.remediation:
         lines.append("")
-        lines.append(report.remediation.rstrip())
+        lines.append(shown_text(report.remediation.rstrip()))
     return "\n".join(lines)
 
 

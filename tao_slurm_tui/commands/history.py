@@ -28,6 +28,7 @@ from tao_slurm_tui.core.accounting import (
 )
 from tao_slurm_tui.core.history_query import check_name_filter, parse_since, parse_states
 from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.services.backend import Backend
@@ -105,18 +106,19 @@ def format_table(entries: list[HistoryEntry], links: dict[str, JobRecord]) -> st
         limit = format_duration(u.time_limit_s) or "none"
         elapsed = format_duration(u.elapsed_s) or "-"
         linked = linked_record(e, links)
+        name = shown(e.name)  # any job of the user's, named anyhow: data, one line
         rows.append(
             (
-                e.job_id,
-                e.name if len(e.name) <= 24 else e.name[:23] + "…",
-                e.raw_state if len(e.raw_state) <= 16 else e.state,
-                e.partition,
+                shown(e.job_id),
+                name if len(name) <= 24 else name[:23] + "…",
+                shown(e.raw_state if len(e.raw_state) <= 16 else e.state),
+                shown(e.partition),
                 f"{elapsed}/{limit}",
                 _pct(u.cpu_efficiency),
                 f"{u.gpu_hours:.2f}" if u.gpus else "",
                 format_memory(u.peak_rss_bytes),
                 format_duration(u.queue_wait_s),
-                e.exit_code,
+                shown(e.exit_code),
                 linked.id if linked else "",
             )
         )

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from tao_slurm_tui.commands.context import CliContext
+from tao_slurm_tui.core.shown import log_line, shown
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.services.backend import Backend, LogStreamName
 
@@ -48,9 +49,9 @@ async def _logs(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> 
         )
         async for batch in follow:
             if batch.separator:
-                out.write(f"──── {batch.separator} ────\n")
+                out.write(f"──── {shown(batch.separator)} ────\n")
             if batch.lines:
-                out.write("\n".join(batch.lines) + "\n")
+                out.write(_text(batch.lines))
             out.flush()
         return 0
     if args.tail is not None:
@@ -58,12 +59,18 @@ async def _logs(args: argparse.Namespace, ctx: CliContext, backend: Backend) -> 
         if lines is None:
             ctx.err(f"{name} of {job.id} does not exist yet.")
             return 0
-        for line in lines:
-            out.write(line + "\n")
+        if lines:
+            out.write(_text(lines))
         return 0
     async for chunk in backend.read_log(job.id, stream):
-        out.write("\n".join(chunk) + "\n")
+        out.write(_text(chunk))
     return 0
+
+
+def _text(lines: list[str]) -> str:
+    """Log lines as a log viewer shows them: escape sequences dropped, progress bars at their
+    last state, other control characters spelled out (a job's output is data)."""
+    return "".join(log_line(line) + "\n" for line in lines)
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:

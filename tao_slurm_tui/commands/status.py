@@ -19,6 +19,7 @@ from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core import pipelines
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.monitor import MIN_INTERVAL
@@ -52,10 +53,12 @@ def format_table(jobs: list[JobRecord]) -> str:
                 rows.append(_row(step, f"  {step.pipeline_step + 1}/{len(item.steps)} {step.id}"))
         else:
             rows.append(_row(item, item.id))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    # One line per job whatever the cluster wrote: its words spelled out, never obeyed.
+    cells = [[shown(cell) for cell in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]) - 1)]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
-        for r in rows
+        for r in cells
     ).rstrip()
 
 
@@ -74,7 +77,7 @@ def _row(job: JobRecord, label: str) -> tuple[str, str, str, str, str, str, str]
         job.slurm_job_id,
         str(job.retries),
         progress,
-        _short(job.message, 70),
+        _short(shown(job.message), 70),
     )
 
 

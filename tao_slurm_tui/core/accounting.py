@@ -37,6 +37,8 @@ from tao_slurm_tui.core.slurm_text import clean_time, format_duration, parse_dur
 HISTORY_FIELDS: tuple[tuple[str, str], ...] = (
     ("job_id", "JobID"),
     ("raw_id", "JobIDRaw"),
+    ("name", "JobName"),
+    ("work_dir", "WorkDir"),
     ("state", "State"),
     ("exit_code", "ExitCode"),
     ("partition", "Partition"),
@@ -52,11 +54,13 @@ HISTORY_FIELDS: tuple[tuple[str, str], ...] = (
     ("max_rss", "MaxRSS"),
     ("reason", "Reason"),
     ("user", "User"),
-    ("work_dir", "WorkDir"),
-    ("name", "JobName"),
 )
-"""(key, sacct ``--format`` name) of every history column, in order. The job name, the one
-field a user types freely, comes last so a stray separator in it cannot shift the others."""
+"""(key, sacct ``--format`` name) of every history column, in order. The job name and the
+working directory are free text (tabs and newlines too: ``scontrol update JobName=...``): the
+history command separates fields by a delimiter only that command knows, so a row has exactly
+one delimiter less than it has fields, and joins a row's broken lines on the cluster
+(:mod:`~tao_slurm_tui.core.history_query`); the free fields are not last, so a line without
+a delimiter after a whole row is a message, never the rest of a name."""
 
 KEYS = tuple(key for key, _ in HISTORY_FIELDS)
 """The history columns' keys, in order."""
@@ -80,11 +84,11 @@ MAX_PAGE_SIZE = 5000
 
 # ----------------------------------------------------------------------------------- parsing
 
-_ALLOC_ID_RE = re.compile(r"^[0-9]+(?:_[0-9]+|_\[[0-9,\-%]+\]|\+[0-9]+)?(?:;\S+)?$")
-_STEP_ID_RE = re.compile(r"^([0-9]+(?:_[0-9]+|\+[0-9]+)?)\.[A-Za-z0-9_+\-]+(?:;\S+)?$")
+_ALLOC_ID_RE = re.compile(r"[0-9]+(?:_[0-9]+|_\[[0-9,\-%]+\]|\+[0-9]+)?(?:;\S+)?")
+_STEP_ID_RE = re.compile(r"([0-9]+(?:_[0-9]+|\+[0-9]+)?)\.[A-Za-z0-9_+\-]+(?:;\S+)?")
 _GPU_TRES_RE = re.compile(r"(?:^|,)gres/gpu(?::[^=,]+)?=(\d+)")
 _GPU_UNTYPED_RE = re.compile(r"(?:^|,)gres/gpu=(\d+)")
-_RSS_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$", re.IGNORECASE)
+_RSS_RE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)", re.IGNORECASE)
 _RSS_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S")
 
@@ -105,7 +109,7 @@ def parse_cpu_time(text: str) -> float | None:
 
 def parse_memory(text: str) -> int | None:
     """Bytes in sacct's ``MaxRSS`` (``1234K``, ``12.50M``, ``2G``; bare = bytes); None for ''."""
-    match = _RSS_RE.match(text.strip())
+    match = _RSS_RE.fullmatch(text.strip())
     if not match:
         return None
     number, unit = match.groups()
@@ -284,7 +288,7 @@ class HistoryEntry:
     @property
     def cancelled_by(self) -> str:
         """The uid after ``CANCELLED by`` ('' otherwise; ``0`` = root or SLURM itself)."""
-        match = re.match(r"^CANCELLED by (\S+)", self.raw_state)
+        match = re.match(r"CANCELLED by (\S+)", self.raw_state)  # (a prefix)
         return match.group(1) if match else ""
 
     def to_json(self) -> dict[str, Any]:
@@ -310,19 +314,29 @@ class HistoryEntry:
         }
 
 
-def _split(line: str) -> dict[str, str] | None:
-    parts = line.split(SEP, len(KEYS) - 1)
-    if len(parts) < len(KEYS):
+def _split(line: str, sep: str, joiner: str) -> dict[str, str] | None:
+    # One value per column, or not a row; a field's lines were joined on the cluster.
+    parts = line.split(sep)
+    if len(parts) != len(KEYS):
         return None
+    if joiner:
+        parts = [p.replace(joiner, "\n") for p in parts]
     return dict(zip(KEYS, (p.strip() for p in parts), strict=True))
 
 
-def parse_entries(text: str) -> tuple[list[HistoryEntry], list[str]]:
+def parse_entries(
+    text: str, sep: str = SEP, joiner: str = ""
+) -> tuple[list[HistoryEntry], list[str]]:
     """Parse ``sacct -P --format`` :data:`HISTORY_FIELDS` output (allocations and steps).
 
     Steps are folded into their allocation (peak memory, CPU time when the allocation row has
     none). Lines that are not rows (error messages, garbage, a short line) are returned apart;
     a step whose allocation is missing is ignored.
+
+    Args:
+        text: sacct's rows.
+        sep: the field delimiter.
+        joiner: the token the history command put between a field's lines ('' for none).
 
     Returns:
         (entries in output order, other lines)
@@ -330,16 +344,16 @@ def parse_entries(text: str) -> tuple[list[HistoryEntry], list[str]]:
     allocs: dict[str, dict[str, str]] = {}
     steps: dict[str, list[dict[str, str]]] = {}
     messages: list[str] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if not line.strip():
             continue
-        row = _split(line)
+        row = _split(line, sep, joiner)
         job_id = row["job_id"] if row else ""
         if row is None:
             messages.append(line.strip())
-        elif _ALLOC_ID_RE.match(job_id):
+        elif _ALLOC_ID_RE.fullmatch(job_id):
             allocs.setdefault(job_id.split(";", 1)[0], row)
-        elif step := _STEP_ID_RE.match(job_id):
+        elif step := _STEP_ID_RE.fullmatch(job_id):
             steps.setdefault(step.group(1), []).append(row)
         else:
             messages.append(line.strip())
@@ -521,7 +535,7 @@ def summarize(entries: Iterable[HistoryEntry], window: str = "") -> Summary:
 
 def window_words(since: str) -> str:
     """``now-7days`` → ``last 7 days``; ``midnight`` → ``today``; a date → ``since <date>``."""
-    match = re.match(r"^now-(\d+)(minutes|hours|days|weeks)$", since)
+    match = re.fullmatch(r"now-(\d+)(minutes|hours|days|weeks)", since)
     if match:
         number, unit = int(match.group(1)), match.group(2)
         return f"last {number} {unit[:-1] if number == 1 else unit}"

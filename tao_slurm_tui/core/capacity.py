@@ -134,7 +134,7 @@ class Node(NamedTuple):
         return max(0, self.mem_total_mb - self.mem_alloc_mb)
 
 
-_REASON_RE = re.compile(r"^(.*?)\s*\[([^@\]]*)@([^\]]*)\]\s*$")
+_REASON_RE = re.compile(r"^(.*?)\s*\[([^@\]]*)@([^\]]*)\]\s*\Z")
 
 
 def _int(value: str | None, default: int = 0) -> int:
@@ -260,7 +260,7 @@ def _hosts(node_list: str) -> tuple[str, ...]:
 
 
 _STATE_RE = re.compile(r"[A-Z_]+")
-_ARRAY_RE = re.compile(r"_\[([^\]]+)\]$")
+_ARRAY_RE = re.compile(r"_\[([^\]]+)\]\Z")
 
 
 def array_tasks(job_id: str) -> int:

@@ -153,7 +153,7 @@ class Section:
         )
 
 
-_MARK_RE = re.compile(rf"^{re.escape(MARK)}(\w+)(?: (-?\d+))?\s*$")
+_MARK_RE = re.compile(rf"^{re.escape(MARK)}(\w+)(?: (-?\d+))?\s*\Z")
 
 
 def split_sections(output: str) -> dict[str, Section]:

@@ -5,6 +5,13 @@ on the cluster (awk, sort), so the reply stays small however many jobs the windo
 :func:`usage_command` asks about a list of ids in one call; :func:`parse_history_output` turns
 either answer into a :class:`~tao_slurm_tui.core.accounting.HistoryPage`. The rows themselves
 are parsed by :func:`~tao_slurm_tui.core.accounting.parse_entries`.
+
+Every job of the user is here, named by whoever ran it: a name (or a working directory) can
+hold tabs and newlines (``scontrol update JobName=...``), and sacct prints it as it is. So each
+command draws a nonce (the caller's): sacct separates fields by ``@<nonce>@``, which no field
+holds; on the cluster an awk joins a row's broken lines again (by the count of delimiters) with
+a token of the nonce, and our marker lines carry it too. A name's lines never pass for rows or
+markers, and come back as one name with its newlines.
 """
 
 from __future__ import annotations
@@ -26,19 +33,19 @@ from tao_slurm_tui.core.accounting import (
     parse_entries,
 )
 from tao_slurm_tui.core.slurm import TERMINAL_STATES
-from tao_slurm_tui.core.slurm_poll import SEP, SLURM_ENV_VARS
+from tao_slurm_tui.core.slurm_poll import SLURM_ENV_VARS
 
 MARK = "@@tao-history:"
 """Prefix of the marker lines the history command prints."""
 
 _STATE_COL = KEYS.index("state") + 1
-_NAME_COL = len(KEYS)
+_NAME_COL = KEYS.index("name") + 1
 
 # ----------------------------------------------------------------------------------- filters
 
-_RELATIVE_RE = re.compile(r"^(\d{1,4})\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)$", re.I)
+_RELATIVE_RE = re.compile(r"(\d{1,4})\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)", re.I)
 _UNIT_WORDS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?$")
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?")
 
 
 def parse_since(text: str) -> str:
@@ -52,13 +59,13 @@ def parse_since(text: str) -> str:
         ValueError: anything else (one sentence saying what works).
     """
     value = text.strip()
-    match = _RELATIVE_RE.match(value)
+    match = _RELATIVE_RE.fullmatch(value)
     if match:
         number, unit = match.groups()
         return f"now-{int(number)}{_UNIT_WORDS[unit[0].lower()]}"
     if value.lower() in {"today", "midnight"}:
         return "midnight"
-    if _DATE_RE.match(value):
+    if _DATE_RE.fullmatch(value):
         iso = value.replace(" ", "T")
         try:
             datetime.fromisoformat(iso)
@@ -108,20 +115,70 @@ def check_name_filter(text: str) -> str:
 # ----------------------------------------------------------------------------------- commands
 
 
-def _sacct_argv(*extra: str) -> list[str]:
+def _check_nonce(nonce: str) -> str:
+    if not _NONCE_RE.fullmatch(nonce):
+        raise ValueError(f"a history nonce is 8-32 lowercase hex digits, not {nonce!r}")
+    return nonce
+
+
+_NONCE_RE = re.compile(r"[0-9a-f]{8,32}")
+
+
+def delimiter(nonce: str) -> str:
+    """sacct's field delimiter for one command: no field holds it."""
+    return f"@{_check_nonce(nonce)}@"
+
+
+def joiner(nonce: str) -> str:
+    """What the cluster puts between the lines of one field (a name with newlines)."""
+    return f"@{_check_nonce(nonce)}nl@"
+
+
+def marker(nonce: str) -> str:
+    """The marker prefix of one command's own lines."""
+    return f"{MARK}{_check_nonce(nonce)}:"
+
+
+def _sacct_argv(nonce: str, *extra: str) -> list[str]:
     fmt = ",".join(name for _, name in HISTORY_FIELDS)
-    return ["sacct", "-n", "-P", "--delimiter", SEP, "--format", fmt, *extra]
+    return ["sacct", "-n", "-P", "--delimiter", delimiter(nonce), "--format", fmt, *extra]
 
 
-def _preamble() -> list[str]:
+def _preamble(nonce: str) -> list[str]:
     # One line, no "!" or newline in the quoted script: csh-family login shells choke on both.
     return [
         f"unset {' '.join(SLURM_ENV_VARS)}",
         "LC_ALL=C",
         "export LC_ALL",
-        f"m={quoting.quote(MARK)}",
+        f"m={quoting.quote(marker(nonce))}",
         'u="$(id -un)"',
     ]
+
+
+_JOIN_AWK = (
+    "function flush(){if(have)print buf; have=0} "
+    "index($0,m)==1 {flush(); print; next} "
+    "{n=gsub(d,d)} "
+    "have && cnt<nf-1 {buf=buf j $0; cnt+=n; next} "
+    "n>0 {flush(); buf=$0; cnt=n; have=1; next} "
+    "{flush(); print} "
+    "END{flush()}"
+)
+"""Puts a row that a name's (or a working directory's) newlines broke back on one line: a
+line continues the row before it while that row lacks delimiters (the free fields are not
+last, so a whole row ends with a delimiter-free fixed field). Marker lines, messages and lines
+before any row pass as they are."""
+
+
+def _joined(sacct: str, nonce: str) -> str:
+    """Shell text: ``sacct``'s rows one a line (see :data:`_JOIN_AWK`), then its marker."""
+    join_vars = quoting.join(
+        ["-v", f"d={delimiter(nonce)}", "-v", f"j={joiner(nonce)}", "-v", f"nf={len(KEYS)}"]
+    )
+    return (
+        f'{{ {sacct} 2>&1; printf "\\n%ssacct rc=%s\\n" "$m" "$?"; }} | '
+        f'awk {join_vars} -v m="$m" {quoting.quote(_JOIN_AWK)}'
+    )
 
 
 _FILTER_AWK = (
@@ -162,13 +219,13 @@ _PAGE_AWK = (
 """Takes the first ``lim`` jobs (with their steps) of the sorted stream."""
 
 
-def history_command(query: HistoryQuery) -> str:
+def history_command(query: HistoryQuery, nonce: str) -> str:
     """One remote command for one page of the user's history: a single ``sacct`` over the
     window, filtered and cut to ``limit`` jobs on the cluster, so the reply stays small however
     many jobs the window holds.
 
     Output: the page's rows (allocations then their steps, newest job first), error lines as
-    ``@@tao-history:msg …``, and the markers ``@@tao-history:sacct rc=N``, ``…:total N`` (jobs
+    ``@@tao-history:<nonce>:msg …``, and the markers ``…:sacct rc=N``, ``…:total N`` (jobs
     matching the filters in the window, before the cursor) and ``…:page count=N more=0|1``.
 
     Raises:
@@ -182,11 +239,12 @@ def history_command(query: HistoryQuery) -> str:
     check_name_filter(query.name)
     # Open-ended windows end an hour from now, not "now": sacct -E now leaves out a job that
     # started in the very second of the query (seen on the sandbox right after a short job).
-    sacct = quoting.join(_sacct_argv("-S", query.since, "-E", query.until or "now+1hours"))
+    window = ("-S", query.since, "-E", query.until or "now+1hours")
+    sacct = quoting.join([*_sacct_argv(nonce, *window), "-u"]) + ' "$u"'
     states = ("," + ",".join(query.states) + ",") if query.states else ""
     filter_vars = [
         "-v",
-        f"m={MARK}",
+        f"m={marker(nonce)}",
         "-v",
         f"nf={len(KEYS)}",
         "-v",
@@ -211,15 +269,16 @@ def history_command(query: HistoryQuery) -> str:
         "lost=," + ",".join(sorted(FAILED_STATES)) + ",",
     ]
     pipeline = (
-        f'{{ {sacct} -u "$u" 2>&1; printf "\\n%ssacct rc=%s\\n" "$m" "$?"; }} | '
-        f"awk -F '\\t' -v t='\\t' {quoting.join(filter_vars)} {quoting.quote(_FILTER_AWK)} | "
+        f"{_joined(sacct, nonce)} | "
+        f"awk -F {quoting.quote(delimiter(nonce))} -v t='\\t' {quoting.join(filter_vars)} "
+        f"{quoting.quote(_FILTER_AWK)} | "
         "sort -t '\t' -k1,1nr -s | "
         f"awk -F '\\t' -v lim={query.limit} -v m=\"$m\" {quoting.quote(_PAGE_AWK)}"
     )
-    return quoting.join(["sh", "-c", "; ".join([*_preamble(), pipeline])])
+    return quoting.join(["sh", "-c", "; ".join([*_preamble(nonce), pipeline])])
 
 
-def usage_command(raw_ids: Iterable[str]) -> str:
+def usage_command(raw_ids: Iterable[str], nonce: str) -> str:
     """One remote command giving the history rows (with steps) of the listed SLURM ids.
 
     Raises:
@@ -228,15 +287,14 @@ def usage_command(raw_ids: Iterable[str]) -> str:
     ids: list[str] = []
     for job_id in raw_ids:
         value = str(job_id).strip()
-        if not re.match(r"^[0-9]+(?:_[0-9]+)?$", value):
+        if not re.fullmatch(r"[0-9]+(?:_[0-9]+)?", value):
             raise ValueError(f"not a SLURM job id: {job_id!r}")
         if value not in ids:
             ids.append(value)
     if not ids:
         raise ValueError("no job ids to ask sacct about")
-    sacct = quoting.join(_sacct_argv("-j", ",".join(ids)))
-    script = f'{sacct} 2>&1; printf "\\n%ssacct rc=%s\\n" "$m" "$?"'
-    return quoting.join(["sh", "-c", "; ".join([*_preamble(), script])])
+    sacct = quoting.join(_sacct_argv(nonce, "-j", ",".join(ids)))
+    return quoting.join(["sh", "-c", "; ".join([*_preamble(nonce), _joined(sacct, nonce)])])
 
 
 # ----------------------------------------------------------------------------------- the answer
@@ -258,18 +316,20 @@ def _parse_summary(text: str) -> Summary | None:
     )
 
 
-_PAGE_RE = re.compile(r"^page count=(\d+) more=([01])$")
+_PAGE_RE = re.compile(r"page count=(\d+) more=([01])")
 
 
-def parse_history_output(text: str, *, paged: bool = True) -> HistoryPage:
-    """Parse what :func:`history_command` (``paged``) or :func:`usage_command` printed."""
+def parse_history_output(text: str, nonce: str, *, paged: bool = True) -> HistoryPage:
+    """Parse what :func:`history_command` (``paged``) or :func:`usage_command` printed with
+    ``nonce``."""
     page = HistoryPage()
     body: list[str] = []
-    for line in text.splitlines():
-        if not line.startswith(MARK):
+    mark = marker(nonce)
+    for line in text.split("\n"):
+        if not line.startswith(mark):
             body.append(line)
             continue
-        rest = line[len(MARK) :].strip()
+        rest = line[len(mark) :].strip()
         if rest.startswith("sacct rc="):
             value = rest.removeprefix("sacct rc=")
             page.sacct_rc = int(value) if value.lstrip("-").isdigit() else None
@@ -281,8 +341,8 @@ def parse_history_output(text: str, *, paged: bool = True) -> HistoryPage:
             body.append(rest.removeprefix("msg "))
         elif rest.startswith("summary "):
             page.summary = _parse_summary(rest.removeprefix("summary "))
-        elif paged and (match := _PAGE_RE.match(rest)):
+        elif paged and (match := _PAGE_RE.fullmatch(rest)):
             page.more = match.group(2) == "1"
             page.complete = True
-    page.entries, page.messages = parse_entries("\n".join(body))
+    page.entries, page.messages = parse_entries("\n".join(body), delimiter(nonce), joiner(nonce))
     return page

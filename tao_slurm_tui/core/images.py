@@ -29,10 +29,10 @@ SQSH_SUFFIX = ".sqsh"
 _HOST = (
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
 )
-_REGISTRY_RE = re.compile(rf"^{_HOST}(?::[0-9]{{1,5}})?$")
-_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
-_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_DIGEST_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$")
+_REGISTRY_RE = re.compile(rf"^{_HOST}(?::[0-9]{{1,5}})?\Z")
+_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*\Z")
+_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
+_DIGEST_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}\Z")
 
 
 class ImageError(ValueError):
@@ -154,7 +154,7 @@ def parse_image(value: str) -> ImageRef:
     Raises:
         ImageError: malformed; the message lists the accepted forms.
     """
-    text = value.strip()
+    text = value.strip(" ")  # spaces around it; a newline is a typo to refuse, not to drop
     if not text:
         raise ImageError(f"is empty; use one of {ACCEPTED_FORMS}")
     if any(ch.isspace() for ch in text) or any(ch in text for ch in "'\"`$\\,;"):

@@ -78,16 +78,18 @@ def job_output_command(entry: HistoryEntry, max_bytes: int = OUTPUT_TAIL_BYTES) 
             '[ -n "$e" ] && [ -f "$e" ] && [ -r "$e" ] && re=1',
             'printf "%spaths %s %s %s\\n%s\\n%s\\n" "$m" "$src" "$ro" "$re" "$o" "$e"',
             'printf "%sout\\n" "$m"',
-            f'if [ "$ro" = 1 ]; then tail -c {int(max_bytes)} -- "$o"; fi',
+            # Only regular files ([ -f ] above) and within a timeout (one swapped for a FIFO).
+            't=; if command -v timeout >/dev/null 2>&1; then t="timeout 10"; fi',
+            f'if [ "$ro" = 1 ]; then $t tail -c {int(max_bytes)} -- "$o"; fi',
             'printf "\\n%serr\\n" "$m"',
-            f'if [ "$re" = 1 ] && [ "$e" != "$o" ]; then tail -c {int(max_bytes)} -- "$e"; fi',
+            f'if [ "$re" = 1 ] && [ "$e" != "$o" ]; then $t tail -c {int(max_bytes)} -- "$e"; fi',
             'printf "\\n%send\\n" "$m"',
         ]
     )
     return quoting.join(["sh", "-c", script])
 
 
-_PATHS_RE = re.compile(r"^paths (scontrol|default) ([01]) ([01])$")
+_PATHS_RE = re.compile(r"^paths (scontrol|default) ([01]) ([01])\Z")
 
 
 def parse_job_output(text: str) -> JobOutput | None:

@@ -41,9 +41,9 @@ RENDEZVOUS_ENV = ("WORLD_SIZE", "NUM_GPU_PER_NODE", "MASTER_PORT", "MASTER_ADDR"
 PLAN_VERSION = 1
 """Version of :meth:`LaunchPlan.to_json`'s layout (stored with every job)."""
 
-_DIRECTIVE_SAFE_RE = re.compile(r"^[A-Za-z0-9._/+=:@,~-]+$")
-_NODES_RE = re.compile(r"^[A-Za-z0-9._\-\[\],]+$")
-_DEPENDENCY_RE = re.compile(r"^[A-Za-z0-9_:+,?]+$")
+_DIRECTIVE_SAFE_RE = re.compile(r"^[A-Za-z0-9._/+=:@,~-]+\Z")
+_NODES_RE = re.compile(r"^[A-Za-z0-9._\-\[\],]+\Z")
+_DEPENDENCY_RE = re.compile(r"^[A-Za-z0-9_:+,?]+\Z")
 
 
 class PlanRefused(ValueError):

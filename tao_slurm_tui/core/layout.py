@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from tao_slurm_tui.core.profile import NAME_RE
 
-_SLURM_ID_RE = re.compile(r"^[0-9]+(?:_[0-9]+)?$")
+_SLURM_ID_RE = re.compile(r"^[0-9]+(?:_[0-9]+)?\Z")
 
 
 @dataclass(frozen=True)

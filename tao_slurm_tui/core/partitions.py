@@ -32,8 +32,8 @@ SCONTROL_COMMAND = ["scontrol", "show", "partition", "-o"]
 """Argument vector whose output :func:`parse_scontrol_limits` reads."""
 
 _UNLIMITED = {"unlimited", "infinite", "none"}
-_DAYS_RE = re.compile(r"^(\d+)-(\d+)(?::(\d+))?(?::(\d+))?$")
-_CLOCK_RE = re.compile(r"^(\d+)(?::(\d+))?(?::(\d+))?$")
+_DAYS_RE = re.compile(r"^(\d+)-(\d+)(?::(\d+))?(?::(\d+))?\Z")
+_CLOCK_RE = re.compile(r"^(\d+)(?::(\d+))?(?::(\d+))?\Z")
 
 
 def parse_slurm_time(text: str) -> int | None:

@@ -21,17 +21,17 @@ from tao_slurm_tui.errors import ConfigError
 NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
 """A profile name or a job id: 1-64 letters, digits, ``.``, ``_``, ``-``."""
 
-NAME_RE = re.compile(rf"^{NAME_PATTERN}$")
+NAME_RE = re.compile(rf"^{NAME_PATTERN}\Z")
 
-REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+REGISTRY_HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\Z")
 """:data:`NAME_PATTERN` anchored."""
 
-_SLURM_WORD_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_SLURM_WORD_RE = re.compile(r"^[A-Za-z0-9._-]+\Z")
 
-TAO_VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+){1,3}$")
+TAO_VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+){1,3}\Z")
 """A TAO version as a profile pins it: ``7.3.0``."""
 
-_TAO_KIND_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_TAO_KIND_RE = re.compile(r"^[A-Z][A-Z0-9_]*\Z")
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 """known_hosts file used when the profile does not name one."""
@@ -71,6 +71,11 @@ class Profile(BaseModel):
     """known_hosts file to verify host keys against; empty: ``~/.ssh/known_hosts``."""
     use_ssh_config: bool = True
     """Read ``~/.ssh/config`` (Host aliases, Port, User, IdentityFile)."""
+    forward_agent: bool = False
+    """Forward the local ssh-agent to the login hosts. The tool never needs it, and a forwarded
+    agent lets anything running as you (or root) on a login host use your keys, so it is off
+    whatever ``ForwardAgent`` says in ``~/.ssh/config``; set it only if your own commands on
+    the cluster need your keys."""
     partition: str = DEFAULT_PARTITIONS
     """Partition(s) for GPU jobs, comma separated (``SLURM_PARTITION``)."""
     account: str = ""
@@ -126,10 +131,22 @@ class Profile(BaseModel):
             return [h.strip() for h in value.split(",") if h.strip()]
         return value
 
+    @field_validator("user", "hostnames")
+    @classmethod
+    def _one_word(cls, value: Any) -> Any:
+        # They go into commands and logins as they are: a trailing newline is a typo that
+        # would break them far from here.
+        for word in value if isinstance(value, list) else [value]:
+            if any(c.isspace() or not c.isprintable() for c in word):
+                raise ValueError(
+                    f"must be one word, without spaces or control characters (got {word!r})"
+                )
+        return value
+
     @field_validator("tao_version")
     @classmethod
     def _tao_version(cls, value: str) -> str:
-        value = value.strip()
+        value = value.strip(" ")
         if value and not TAO_VERSION_RE.match(value):
             raise ValueError(
                 f"must be a TAO version like 7.3.0, or empty for the newest (got {value!r})"
@@ -139,7 +156,7 @@ class Profile(BaseModel):
     @field_validator("tao_registry")
     @classmethod
     def _tao_registry(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
+        value = value.strip(" ").rstrip("/")
         if not value:
             return value
         try:
@@ -221,7 +238,8 @@ class Profile(BaseModel):
     @classmethod
     def _partition_list(cls, value: str) -> str:
         for part in value.split(","):
-            if part.strip() and not _SLURM_WORD_RE.match(part.strip()):
+            word = part.strip(" ")  # spaces around commas only: a newline is not a space here
+            if word and not _SLURM_WORD_RE.match(word):
                 raise ValueError(
                     f"must be partition names (letters, digits, '.', '_' or '-') separated by "
                     f"commas (got {value!r})"

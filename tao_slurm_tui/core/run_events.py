@@ -15,6 +15,13 @@ job's events file (a file-system metadata call, no slurmctld RPC). The sizes it 
 compared in the shell with the ones the client saw last; only when they differ are the files
 printed (``tail -v``) and squeue run in the same round trip. A file only grows, and a new one
 adds an entry, so any new line changes the sizes. Pure: shell text and parsers, no I/O.
+
+What the files hold is written by whatever runs in the job, so it is framed as the tick's other
+file reads are (:mod:`tao_slurm_tui.core.tick_reads`): the marker lines carry the command's
+nonce, ``tail -v`` names each file by its :func:`~tao_slurm_tui.core.tick_reads.disguised`
+spelling, only regular files are read, bounded and timed. The caller parses the queue only
+from after the part's ``done`` marker (:func:`split_events`), so no line of a file can pass for
+a queue row, another job's events or the end of the part.
 """
 
 from __future__ import annotations
@@ -25,14 +32,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tao_slurm_tui.core.quoting import join, quote
+from tao_slurm_tui.core.quoting import quote
+from tao_slurm_tui.core.tick_reads import READ_TIMEOUT, disguised, regular_files_tail
 
 MARK = "@@tao-ev:"
-"""Prefix of the marker lines of the events part."""
+"""Prefix of the marker lines of the events part (followed by the command's nonce)."""
 EVENTS_TAIL = 1024
 """Bytes read of a changed events file (its last few runs)."""
 
 _SIZES_RE = re.compile(r"^[0-9,]*$")
+
+
+def marker(nonce: str) -> str:
+    """The marker prefix of one command's events part: :data:`MARK` and the nonce."""
+    return f"{MARK}{nonce}:"
 
 
 @dataclass(frozen=True)
@@ -73,7 +86,7 @@ ASK_CONDITION = '[ "$ea" = 1 ]'
 """Shell test that is true when :func:`events_parts` decided squeue runs."""
 
 
-def events_parts(paths: Sequence[str], known: str, ask: bool) -> list[str]:
+def events_parts(paths: Sequence[str], known: str, ask: bool, nonce: str) -> list[str]:
     """Shell statements (for one ``sh -c`` script, joined with ``; ``) that stat ``paths``,
     print the sizes, decide whether squeue runs (:data:`ASK_CONDITION`) and print the files
     that changed.
@@ -82,20 +95,23 @@ def events_parts(paths: Sequence[str], known: str, ask: bool) -> list[str]:
         paths: the events files of the active jobs.
         known: the sizes the client saw last ('' at first).
         ask: squeue runs whatever the sizes say (the pace says it is due).
+        nonce: the command's nonce (hex), never written where a job could read it first.
     """
     if not _SIZES_RE.match(known):
         raise ValueError(f"not a sizes string: {known!r}")
-    files = join(["--", *paths]) if paths else ""
-    stat = f"$(stat -L --printf '%s,' {files} 2>/dev/null)" if paths else "''"
+    names = " ".join(quote(disguised(p, nonce)) for p in paths)
+    # (stat of a FIFO does not open it; a missing file prints nothing: the sizes change)
+    stat = f"$(stat -L --printf '%s,' -- {names} 2>/dev/null)" if paths else "''"
     changed = f'[ "$es" != {quote(known)} ]'
-    tail = f"tail -v -c {EVENTS_TAIL} {files} 2>/dev/null; printf '\\n'" if paths else "true"
+    tail = f"{regular_files_tail(list(paths), EVENTS_TAIL, nonce)}; printf '\\n'"
     return [
-        f"em={quote(MARK)}",
+        f"em={quote(marker(nonce))}",
+        f't=; if command -v timeout >/dev/null 2>&1; then t="timeout {READ_TIMEOUT}"; fi',
         f"es={stat}",
         f"ea={1 if ask else 0}",
         f"if {changed}; then ea=1; fi",
         'printf "%ssizes %s\\n%sask %s\\n" "$em" "$es" "$em" "$ea"',
-        f"if {changed}; then {tail}; fi",
+        f"if {changed}; then {tail}; fi" if paths else "true",
         f'if {ASK_CONDITION}; then printf "%snow %s\\n" "$em" "$(date \'+%s %z\')"; fi',
         'printf "%sdone\\n" "$em"',
     ]
@@ -113,21 +129,30 @@ def parse_event_line(line: str) -> RunEvent | None:
     return RunEvent(parts[0], int(parts[1]), at, parts[3] if len(parts) > 3 else "")
 
 
-def parse_events(text: str, paths: Mapping[str, str]) -> EventsAnswer:
+def split_events(text: str, nonce: str) -> tuple[str, str]:
+    """A tick's output cut after its events part: (the part, what follows it). No ``done``
+    marker (the output was cut short): ('', '')."""
+    head, sep, rest = text.partition(f"{marker(nonce)}done\n")
+    return (head + sep, rest) if sep else ("", "")
+
+
+def parse_events(text: str, paths: Mapping[str, str], nonce: str) -> EventsAnswer:
     """The events part of a tick's output (other lines are ignored).
 
     Args:
-        text: the tick's whole output.
+        text: the events part (:func:`split_events`).
         paths: job id → its events file, as sent.
+        nonce: the command's nonce.
     """
     answer = EventsAnswer()
-    by_path = {p: j for j, p in paths.items()}
+    by_path = {disguised(p, nonce): j for j, p in paths.items()}
+    mark = marker(nonce)
     inside = False
     current: str | None = None
     lines: dict[str, list[str]] = {}
     for line in text.split("\n"):
-        if line.startswith(MARK):
-            kind, _, arg = line[len(MARK) :].partition(" ")
+        if line.startswith(mark):
+            kind, _, arg = line[len(mark) :].partition(" ")
             inside = _take_marker(answer, kind, arg.strip())
             current = None
             continue

@@ -76,7 +76,7 @@ def _split_outside_parens(text: str) -> Iterator[str]:
     yield text[start:]
 
 
-_COUNT_RE = re.compile(r"^(\d+)([KMGTP]?)$", re.IGNORECASE)
+_COUNT_RE = re.compile(r"^(\d+)([KMGTP]?)\Z", re.IGNORECASE)
 _MULTIPLIER = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 
 

@@ -37,8 +37,9 @@ from tao_slurm_tui.core.slurm_text import clean_time
 # ----------------------------------------------------------------------------------- poll command
 
 SEP = "\t"
-"""Field separator of our squeue/sacct formats (tabs never occur in our fields; the job name,
-the only free text, comes last so a stray separator in a foreign name cannot shift fields)."""
+"""Field separator of our squeue/sacct formats. No field we ask for is free text: not the name
+(we know our jobs by id), which can hold tabs and newlines (``scontrol update JobName=``) and
+so forge a row of another job. A line with another number of fields is not a row."""
 
 MARK = "@@tao-poll:"
 """Prefix of the section marker lines the poll command prints."""
@@ -55,11 +56,10 @@ SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
     ("start_time", "StartTime"),
     ("end_time", "EndTime"),
     ("restarts", "RestartCnt"),
-    ("name", "Name"),
 )
 """(key, squeue ``-O`` field) of every column we ask squeue for, in order. ``-O`` (not ``-o``)
 because only it has the restart count; ``:0`` turns off padding and truncation and the suffix
-after it is our separator (checked on SLURM 22.05)."""
+after it is our separator (checked on SLURM 22.05). No name: see :data:`SEP`."""
 
 SACCT_FIELDS: tuple[tuple[str, str], ...] = (
     ("job_id", "JobID"),
@@ -73,9 +73,9 @@ SACCT_FIELDS: tuple[tuple[str, str], ...] = (
     ("submit_time", "Submit"),
     ("start_time", "Start"),
     ("end_time", "End"),
-    ("name", "JobName"),
 )
-"""(key, sacct ``--format`` name) of every column we ask sacct for, in order."""
+"""(key, sacct ``--format`` name) of every column we ask sacct for, in order (no name: see
+:data:`SEP`)."""
 
 SLURM_ENV_VARS: tuple[str, ...] = (
     "SQUEUE_ACCOUNT",
@@ -101,17 +101,18 @@ SLURM_ENV_VARS: tuple[str, ...] = (
 )
 """User environment that changes squeue/sacct output or filtering; unset by the poll command."""
 
-_JOB_ID_RE = re.compile(r"^[0-9]+(?:_[0-9]+)?$")
-# What squeue/sacct print in the id column: 13, 13_4 (array task), 13+0 (het job), 13.batch
-# (step), 13;cluster (federation).
-_ROW_ID_RE = re.compile(r"^[0-9]+(?:[_+][0-9]+)?(?:\.[A-Za-z0-9_]+)?(?:;\S+)?$")
+_JOB_ID_RE = re.compile(r"[0-9]+(?:_[0-9]+)?")
+# An id column: 13, 13_4 (array task), 13+0 (het job), 13.batch (step), 13;cluster; a state:
+# PENDING, CANCELLED by 1001, '' (sacct before the record).
+_ROW_ID_RE = re.compile(r"[0-9]+(?:[_+][0-9]+)?(?:\.[A-Za-z0-9_]+)?(?:;\S+)?")
+_ROW_STATE_RE = re.compile(r"(?:[A-Z_]+(?: by \S+)?)?")
 
 
 def _check_ids(ids: Iterable[str]) -> list[str]:
     out: list[str] = []
     for job_id in ids:
         value = str(job_id).strip()
-        if not _JOB_ID_RE.match(value):
+        if not _JOB_ID_RE.fullmatch(value):
             raise ValueError(f"not a SLURM job id: {job_id!r}")
         if value not in out:
             out.append(value)
@@ -154,7 +155,7 @@ def poll_command(live_ids: Sequence[str], finished_probe_ids: Sequence[str] = ()
     """
     live = _check_ids(live_ids)
     probe = [i for i in _check_ids(finished_probe_ids) if i not in live]
-    live_re = "^(" + "|".join(sorted(LIVE_STATES)) + ")$"
+    live_re = "^(" + "|".join(sorted(LIVE_STATES)) + ")$"  # (awk's regex: no newline in $2)
     sacct = quoting.join(
         ["sacct", "-X", "-D", "-n", "-P", "--delimiter", SEP, "--format", sacct_format(), "-j"]
     )
@@ -264,12 +265,14 @@ def parse_rows(
     *,
     allocations_only: bool = True,
     wanted: Container[str] | None = None,
+    free_last: bool = False,
 ) -> tuple[list[SlurmRow], list[str]]:
-    """Split squeue/sacct output into rows.
+    """Split squeue/sacct output into rows (on newlines only, not ``splitlines``' others).
 
-    The last field absorbs any extra separators (a job name containing one). Lines without a
-    separator are messages (stderr folded in) and are returned apart. With
-    ``allocations_only`` step rows (``13.batch``, ``13.0``, ``13.extern``) are dropped.
+    A row has one value per field, a SLURM id and a state of SLURM's shape; any other line is
+    a message (stderr folded in, a banner, a forged line). ``free_last``: the last field may
+    hold the separator (a recorded format with a name last). With ``allocations_only`` step
+    rows (``13.batch``, ``13.0``, ``13.extern``) are dropped.
 
     Args:
         text: the tool's output.
@@ -279,16 +282,17 @@ def parse_rows(
         allocations_only: drop job step rows.
         wanted: keep only rows of these ids (squeue lists every job of the user; only the
             tracked ones are worth building a row for).
+        free_last: the last field may contain the separator.
 
     Returns:
         (rows, other lines)
     """
     rows: list[SlurmRow] = []
     messages: list[str] = []
-    kind = (tuple(fields), sep)
+    kind = (tuple(fields), sep, free_last)
     previous = _LATEST_ROWS.get(kind, {})
     latest: dict[str, SlurmRow | None] = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if not line.strip():
             continue
         if sep not in line:
@@ -301,7 +305,7 @@ def parse_rows(
         elif line in latest:
             row = latest[line]
         else:
-            row = _parse_row(line, kind[0], sep)
+            row = _parse_row(line, kind[0], sep, free_last=free_last)
         latest[line] = row
         if row is None:
             messages.append(line.strip())
@@ -313,7 +317,7 @@ def parse_rows(
     return rows, messages
 
 
-_LATEST_ROWS: dict[tuple[tuple[str, ...], str], dict[str, SlurmRow | None]] = {}
+_LATEST_ROWS: dict[tuple[tuple[str, ...], str, bool], dict[str, SlurmRow | None]] = {}
 """The rows parsed from the latest output of each kind (squeue's fields, sacct's), by line. A
 job that did not change prints the same line on every tick, so a steady tick re-parses nothing
 (and equal rows are the same object); only the latest output's lines are kept -- a running
@@ -321,10 +325,12 @@ job prints a new elapsed time on every tick, and a cache of every line ever seen
 long as the app ran (found by bench/soak.py)."""
 
 
-def _parse_row(line: str, fields: tuple[str, ...], sep: str) -> SlurmRow | None:
+def _parse_row(
+    line: str, fields: tuple[str, ...], sep: str, *, free_last: bool = False
+) -> SlurmRow | None:
     """One row (None: not a row)."""
-    parts = line.split(sep, len(fields) - 1)
-    if len(parts) < len(fields):
+    parts = line.split(sep, len(fields) - 1) if free_last else line.split(sep)
+    if len(parts) != len(fields):
         return None
     values = dict(zip(fields, (p.strip() for p in parts), strict=True))
     if NODELIST_REASON in values:
@@ -333,7 +339,8 @@ def _parse_row(line: str, fields: tuple[str, ...], sep: str) -> SlurmRow | None:
         key = "reason" if combined.startswith("(") else "nodes"
         values.setdefault(key, combined)
     row = SlurmRow(values)
-    return row if _ROW_ID_RE.match(row.get("job_id")) else None
+    shaped = _ROW_ID_RE.fullmatch(row.get("job_id")) and _ROW_STATE_RE.fullmatch(row.get("state"))
+    return row if shaped else None
 
 
 @dataclass
@@ -416,8 +423,10 @@ _DETAIL_KEYS = ("elapsed", "time_limit", "partition", "submit_time", "start_time
 
 
 def _is_transient(row: SlurmRow) -> bool:
-    # sacct's placeholder right after start: JobName=allocation, PENDING, empty partition.
-    return row.get("name") == "allocation" and row.state == "PENDING" and not row.get("partition")
+    # sacct's placeholder right after start: JobName=allocation (not asked for), PENDING, empty
+    # partition; a real PENDING record has its partition.
+    name, partition = row.get("name"), row.get("partition")
+    return name in ("", "allocation") and row.state == "PENDING" and not partition
 
 
 def merge(
@@ -566,7 +575,7 @@ class PollOutput:
 _TOOL_MESSAGE_PREFIXES = ("squeue:", "sacct:", "slurm_", "slurm:", "error:", "warning:")
 _SQ_KEYS = tuple(key for key, _ in SQUEUE_FIELDS)
 _SA_KEYS = tuple(key for key, _ in SACCT_FIELDS)
-_MARK_RE = re.compile(r"^(squeue|sacct|end)(?: rc=(-?\d+))?(?: ids=(\S*))?\s*$")
+_MARK_RE = re.compile(r"(squeue|sacct|end)(?: rc=(-?\d+))?(?: ids=(\S*))?\s*")
 
 
 def parse_poll_output(text: str, wanted: Container[str] | None = None) -> PollOutput:
@@ -575,9 +584,9 @@ def parse_poll_output(text: str, wanted: Container[str] | None = None) -> PollOu
     out = PollOutput()
     section = ""
     chunks: dict[str, list[str]] = {"squeue": [], "sacct": []}
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if line.startswith(MARK):
-            match = _MARK_RE.match(line[len(MARK) :])
+            match = _MARK_RE.fullmatch(line[len(MARK) :])
             if not match:
                 continue
             section, rc, ids = match.groups()

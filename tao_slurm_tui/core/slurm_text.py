@@ -79,7 +79,7 @@ def clean_time(text: str) -> str:
 
 # ----------------------------------------------------------------------------------- node lists
 
-_NODELIST_RE = re.compile(r"^[A-Za-z0-9._\-\[\],]+$")
+_NODELIST_RE = re.compile(r"^[A-Za-z0-9._\-\[\],]+\Z")
 
 
 def expand_nodelist(nodelist: str) -> list[str]:
@@ -111,7 +111,7 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def _expand_one(item: str) -> list[str]:
-    match = re.match(r"^(.*?)\[([^\]]+)\](.*)$", item)
+    match = re.match(r"^(.*?)\[([^\]]+)\](.*)\Z", item)
     if not match:
         return [item]
     prefix, ranges, rest = match.groups()
@@ -133,7 +133,7 @@ def _expand_one(item: str) -> list[str]:
 
 # ----------------------------------------------------------------------------------- sbatch
 
-_SBATCH_PARSABLE_RE = re.compile(r"^\s*(\d+)(?:;(\S+))?\s*$")
+_SBATCH_PARSABLE_RE = re.compile(r"^\s*(\d+)(?:;(\S+))?\s*\Z")
 _SBATCH_TEXT_RE = re.compile(r"Submitted batch job (\d+)(?: on cluster (\S+))?")
 
 

@@ -123,7 +123,7 @@ class Estimate:
 _START_RE = re.compile(
     r"Job \d+ to start at (\S+) using \d+ processors on nodes (\S+) in partition (\S+)"
 )
-_ERROR_RE = re.compile(r"error:\s*(?:Batch job submission failed:\s*)?(.+)$")
+_ERROR_RE = re.compile(r"error:\s*(?:Batch job submission failed:\s*)?(.+)\Z")
 
 
 def _parse_time(text: str) -> datetime | None:
@@ -272,7 +272,7 @@ def block_hint(nodes: int, gpus_per_node: int, block: FreeBlock | None, gpu_type
 
 
 _DIRECTIVE_RE = re.compile(r"^#SBATCH\s+--([a-z-]+)(?:[= ](\S+))?", re.MULTILINE)
-_GPUS_RE = re.compile(r"^(?:gpu:)?(?:([A-Za-z0-9_.-]+):)?(\d+)$")
+_GPUS_RE = re.compile(r"^(?:gpu:)?(?:([A-Za-z0-9_.-]+):)?(\d+)\Z")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,18 @@ Terminal = Literal["SUCCESS", "FAILURE"]
 MAX_LINE_BYTES = 1 << 20
 """A partial line longer than this is dropped: memory stays bounded whatever the file holds."""
 
+MAX_KPI_KEYS = 32
+"""KPIs kept per job: the most recently written ones (loss, mAP, lr, ...). A ``status.json``
+that writes new keys on every line cannot grow the record, the state DB or the detail pane."""
+MAX_KPI_KEY_CHARS = 64
+"""A longer KPI name is cut."""
+MAX_KPI_TEXT_CHARS = 64
+"""A KPI written as text (DINO and RT-DETR write mAP as strings) is cut to this."""
+MAX_MESSAGE_CHARS = 2000
+"""``message`` kept (a configuration dump or a traceback is cut, with "…")."""
+MAX_WORD_CHARS = 64
+"""``status`` and ``eta`` kept."""
+
 
 class StatusJsonReader:
     """Turns chunks of ``status.json`` bytes into entries, keeping an incomplete last line."""
@@ -79,6 +91,36 @@ class StatusJsonReader:
         return value
 
 
+def _cut(value: Any, limit: int) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def kpi_value(value: Any) -> int | float | bool | str | None:
+    """A KPI value as it is kept: a number as it is, text cut to :data:`MAX_KPI_TEXT_CHARS`;
+    None (dropped) for a list, an object or null."""
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return _cut(value, MAX_KPI_TEXT_CHARS)
+    return None
+
+
+def merge_kpis(kept: dict[str, Any], new: Mapping[Any, Any]) -> None:
+    """Fold ``new`` KPIs into ``kept`` (in place): the latest value of each key, keys in the
+    order they were last written, at most :data:`MAX_KPI_KEYS` of them (the least recently
+    written go first), names and text values cut."""
+    for key, value in new.items():
+        kept_value = kpi_value(value)
+        if kept_value is None:
+            continue
+        name = _cut(key, MAX_KPI_KEY_CHARS)
+        kept.pop(name, None)
+        kept[name] = kept_value
+    for name in list(kept)[: max(0, len(kept) - MAX_KPI_KEYS)]:
+        del kept[name]
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -112,12 +154,12 @@ class StatusSummary:
             status = entry.get("status")
             message = entry.get("message")
             if isinstance(status, str) and status:
-                p.status = status.upper()
+                p.status = _cut(status.upper(), MAX_WORD_CHARS)
                 if p.status in ("SUCCESS", "FAILURE"):
                     self.terminal = "SUCCESS" if p.status == "SUCCESS" else "FAILURE"
-                    self.terminal_message = str(message) if message else ""
+                    self.terminal_message = _cut(message, MAX_MESSAGE_CHARS) if message else ""
             if message not in (None, ""):
-                p.message = str(message)
+                p.message = _cut(message, MAX_MESSAGE_CHARS)
             epoch = _as_int(entry.get("epoch"))
             if epoch is not None:
                 p.epoch = epoch
@@ -126,11 +168,11 @@ class StatusSummary:
                 p.max_epoch = max_epoch
             eta = entry.get("eta")
             if eta not in (None, ""):
-                p.eta = str(eta)
+                p.eta = _cut(eta, MAX_WORD_CHARS)
             kpi = entry.get("kpi")
             if isinstance(kpi, Mapping):
                 # KPIs arrive piecemeal (loss each epoch, mAP at validation): keep each latest.
-                p.kpi.update({str(k): v for k, v in kpi.items()})
+                merge_kpis(p.kpi, kpi)
 
     @property
     def message(self) -> str:

@@ -6,7 +6,19 @@ followed in the same shell by :func:`status_tail_command`: one ``tail -v`` over 
 finished and needs more (:func:`finished_reads_command`): its final ``status.json``, the last
 lines of ``main.out``/``main.err`` for the retry rules, the reason the batch script wrote when it
 requeued itself, and the size of the partition for ``--exclude``. Every part is framed by marker
-lines (:data:`MARK`), so one missing file costs only its own part.
+lines (:func:`marker`), so one missing file costs only its own part.
+
+What the files hold is written by whatever runs in the job, so nothing in them may steer the
+parse or stall the read:
+
+- The marker lines carry a nonce the caller draws per command (never written anywhere a job
+  can read it first), and ``tail -v``'s ``==> NAME <==`` headers name each file by a spelling
+  of its path only this command knows (:func:`disguised`): a line of one job's file cannot
+  open another job's section or end the output early.
+- Only regular, readable files are read (``test -f``: a FIFO, a device or a symlink to one is
+  skipped, so a job that replaces its ``status.json`` with a FIFO cannot block the tick), every
+  read is bounded in bytes (``tail -c``, then lines), and ``timeout`` ends a read that still
+  blocks (a file swapped for a FIFO between the test and the open).
 """
 
 from __future__ import annotations
@@ -18,7 +30,7 @@ from tao_slurm_tui.core.quoting import join, quote
 from tao_slurm_tui.core.retry import LOG_TAIL_LINES
 
 MARK = "@@tao-mon:"
-"""Prefix of the marker lines our scripts print."""
+"""Prefix of the marker lines our scripts print (followed by the command's nonce)."""
 MISSING = "@@tao-missing@@"
 """Printed instead of a log tail when the log file is not there (yet)."""
 
@@ -26,6 +38,30 @@ STATUS_TAIL_LIVE = 16 * 1024
 """Bytes of ``status.json`` read per running job per tick (progress; KPIs merge across ticks)."""
 STATUS_TAIL_FINAL = 256 * 1024
 """Bytes of ``status.json`` read once when a job has finished (the verdict is near the end)."""
+LOG_TAIL_BYTES = 256 * 1024
+"""Bytes of ``main.out``/``main.err`` read for the last :data:`LOG_TAIL_LINES` lines (a log
+without newlines is not read backwards to its start)."""
+REASON_TAIL_BYTES = 4096
+"""Bytes of ``requeue.reason`` read for its last line."""
+READ_TIMEOUT = 5
+"""Seconds one read may take before ``timeout`` ends it (a file swapped for a FIFO)."""
+NONCE_BITS = 32
+"""Bits of the nonce spelled into each file name (:func:`disguised`)."""
+
+
+def marker(nonce: str) -> str:
+    """The marker prefix of one command: :data:`MARK` and the nonce."""
+    return f"{MARK}{nonce}:"
+
+
+def disguised(path: str, nonce: str) -> str:
+    """``path`` spelled with a pattern only this command knows: after its directory, one
+    ``./`` or ``/`` per bit of ``nonce`` (``/r/status.json`` → ``/r/.///././status.json``).
+    The kernel reads the same file; ``tail -v`` prints the name as given, so no file's
+    content can forge the header of another file."""
+    head, _, name = path.rpartition("/")
+    bits = bin(int(nonce, 16) & ((1 << NONCE_BITS) - 1))[2:].zfill(NONCE_BITS)
+    return f"{head}/" + "".join("./" if bit == "1" else "/" for bit in bits) + name
 
 
 def section(kind: str, key: str, body: str) -> str:
@@ -33,27 +69,46 @@ def section(kind: str, key: str, body: str) -> str:
     return f"printf '%s{kind} %s\\n' \"$M\" {quote(key)}; {body}; printf '\\n'"
 
 
-def script(parts: Sequence[str]) -> str:
+def script(parts: Sequence[str], nonce: str) -> str:
     """Wrap shell parts into one ``sh -c`` (the login shell may be csh), ending with the
-    ``end`` marker that proves the output was not cut short."""
-    return join(["sh", "-c", "; ".join([f"M={quote(MARK)}", *parts, "printf '%send\\n' \"$M\""])])
+    ``end`` marker that proves the output was not cut short. ``$t`` is ``timeout`` where the
+    host has it."""
+    prelude = [
+        f"M={quote(marker(nonce))}",
+        f't=; if command -v timeout >/dev/null 2>&1; then t="timeout {READ_TIMEOUT}"; fi',
+    ]
+    return join(["sh", "-c", "; ".join([*prelude, *parts, "printf '%send\\n' \"$M\""])])
 
 
-def status_tail_command(paths: dict[str, str], nbytes: int) -> str:
+def regular_files_tail(paths: Sequence[str], nbytes: int, nonce: str) -> str:
+    """Shell text: one bounded ``tail -v -c`` over those of ``paths`` that are regular,
+    readable files, each named by its :func:`disguised` spelling."""
+    names = " ".join(quote(disguised(p, nonce)) for p in paths)
+    return (
+        f'set --; for f in {names}; do if [ -f "$f" ] && [ -r "$f" ]; then set -- "$@" "$f"; '
+        f'fi; done; if [ "$#" -gt 0 ]; then $t tail -v -c {int(nbytes)} -- "$@" 2>/dev/null; '
+        "fi; true"
+    )
+
+
+def status_tail_command(paths: dict[str, str], nbytes: int, nonce: str) -> str:
     """One ``tail -v`` over every ``status.json`` (one process, headers name the files)."""
     if not paths:
         return ""
-    body = join(["tail", "-v", "-c", str(nbytes), "--", *paths.values()]) + " 2>/dev/null"
-    return script(["printf '%sstatus\\n' \"$M\"", f"{body}; true"])
+    body = regular_files_tail(list(paths.values()), nbytes, nonce)
+    return script(["printf '%sstatus\\n' \"$M\"", body], nonce)
 
 
-def parse_sections(text: str) -> dict[tuple[str, str], list[str]]:
-    """``{(kind, key): lines}`` of our marked sections; ``status`` holds ``tail -v`` output."""
+def parse_sections(text: str, nonce: str) -> dict[tuple[str, str], list[str]]:
+    """``{(kind, key): lines}`` of our marked sections; ``status`` holds ``tail -v`` output.
+    Lines are split on newlines only (``str.splitlines`` would also split on the form feeds
+    and separators a file may hold)."""
+    mark = marker(nonce)
     sections: dict[tuple[str, str], list[str]] = {}
     current: list[str] | None = None
     for line in text.split("\n"):
-        if line.startswith(MARK):
-            kind, _, arg = line[len(MARK) :].partition(" ")
+        if line.startswith(mark):
+            kind, _, arg = line[len(mark) :].partition(" ")
             if kind == "end":
                 current = None
                 continue
@@ -64,14 +119,16 @@ def parse_sections(text: str) -> dict[tuple[str, str], list[str]]:
     return sections
 
 
-def split_tail_v(lines: Sequence[str], paths: dict[str, str]) -> dict[str, str]:
-    """Split ``tail -v`` output into ``{job id: text}`` using the ``==> path <==`` headers."""
-    by_path = {p: j for j, p in paths.items()}
+def split_tail_v(lines: Sequence[str], paths: dict[str, str], nonce: str) -> dict[str, str]:
+    """Split ``tail -v`` output into ``{job id: text}`` using the ``==> name <==`` headers of
+    the :func:`disguised` names (a header a file's content imitates names no file here)."""
+    by_name = {f"==> {disguised(p, nonce)} <==": j for j, p in paths.items()}
     out: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in lines:
-        if line.startswith("==> ") and line.endswith(" <==") and line[4:-4] in by_path:
-            current = out.setdefault(by_path[line[4:-4]], [])
+        job_id = by_name.get(line)
+        if job_id is not None and job_id not in out:
+            current = out.setdefault(job_id, [])
             continue
         if current is not None:
             current.append(line)
@@ -119,36 +176,46 @@ class FinishedAnswers:
     """Partition → node count."""
 
 
-def finished_reads_command(reads: FinishedReads) -> str:
+def _last_lines(path: str, nbytes: int, lines: int, missing: str = "") -> str:
+    """Shell text: the last ``lines`` lines within the last ``nbytes`` bytes of a regular,
+    readable file (``missing`` printed otherwise)."""
+    q = quote(path)
+    other = f"echo {missing}" if missing else "true"
+    return (
+        f"if [ -f {q} ] && [ -r {q} ]; then $t tail -c {int(nbytes)} -- {q} 2>/dev/null "
+        f"| tail -n {int(lines)}; else {other}; fi"
+    )
+
+
+def finished_reads_command(reads: FinishedReads, nonce: str) -> str:
     """One ``sh -c`` reading everything in ``reads``."""
     parts: list[str] = []
     for job_id in reads.order:
         for kind, path in zip(("out", "err"), reads.logs.get(job_id, ()), strict=False):
-            q = quote(path)
-            body = f"if [ -r {q} ]; then tail -n {LOG_TAIL_LINES} -- {q}; else echo {MISSING}; fi"
+            body = _last_lines(path, LOG_TAIL_BYTES, LOG_TAIL_LINES, MISSING)
             parts.append(section(kind, job_id, body))
         if job_id in reads.requeue:
-            q = quote(reads.requeue[job_id])
-            parts.append(section("requeue", job_id, f"tail -n 1 -- {q} 2>/dev/null"))
+            body = _last_lines(reads.requeue[job_id], REASON_TAIL_BYTES, 1)
+            parts.append(section("requeue", job_id, body))
     if reads.status:
-        tail = join(["tail", "-v", "-c", str(STATUS_TAIL_FINAL), "--", *reads.status.values()])
-        parts.append(f"printf '%sstatus\\n' \"$M\"; {tail} 2>/dev/null; printf '\\n'")
+        tail = regular_files_tail(list(reads.status.values()), STATUS_TAIL_FINAL, nonce)
+        parts.append(f"printf '%sstatus\\n' \"$M\"; {tail}; printf '\\n'")
     for partition in sorted(reads.partitions):
         sinfo = join(["sinfo", "-h", "-p", partition, "-o", "%n"]) + " 2>/dev/null"
         parts.append(section("sinfo", partition, sinfo))
-    return script(parts)
+    return script(parts, nonce)
 
 
-def parse_finished_reads(stdout: str, reads: FinishedReads) -> FinishedAnswers:
+def parse_finished_reads(stdout: str, reads: FinishedReads, nonce: str) -> FinishedAnswers:
     """Split the answer to :func:`finished_reads_command` by job.
 
     Raises:
         ValueError: the output was cut short (no ``end`` marker).
     """
-    if f"{MARK}end" not in stdout:
+    if f"{marker(nonce)}end" not in stdout.split("\n"):
         raise ValueError("the output has no end marker")
-    sections = parse_sections(stdout)
-    statuses = split_tail_v(sections.get(("status", ""), []), reads.status)
+    sections = parse_sections(stdout, nonce)
+    statuses = split_tail_v(sections.get(("status", ""), []), reads.status, nonce)
     answers = FinishedAnswers(
         status={j: statuses.get(j, "") for j in reads.status},
         out={j: _log_lines(sections.get(("out", j))) for j in reads.logs},

@@ -20,6 +20,7 @@ import asyncssh
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.dial import dial
 from tao_slurm_tui.remote.hostkeys import read_known_hosts
+from tao_slurm_tui.remote.login import forwarding_options
 
 _OTP_RE = re.compile(
     r"verification|one[- ]time|\botp\b|token|2fa|two[- ]factor|second factor|authenticator|"
@@ -112,6 +113,7 @@ async def probe_login(
         "login_timeout": limit,
         "password_auth": True,
         "kbdint_auth": True,
+        **forwarding_options(profile),
     }
     if profile.port != 22 or not profile.use_ssh_config:
         options["port"] = profile.port

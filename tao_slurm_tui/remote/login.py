@@ -71,6 +71,17 @@ class LoginClient(asyncssh.SSHClient):
         self.on_lost(self, exc)
 
 
+def forwarding_options(profile: Profile) -> dict[str, Any]:
+    """Agent and X11 forwarding, off unless the profile asks for the agent.
+
+    asyncssh honours ``ForwardAgent`` (and ``ForwardX11Trusted``) from ``~/.ssh/config``: the
+    user's agent would be forwarded on every channel, the long-lived shell included, for
+    anything running as the user (or root) on the login host to use. The tool never needs
+    either; an explicit value wins over the config file.
+    """
+    return {"agent_forwarding": profile.forward_agent, "x11_forwarding": False}
+
+
 def connect_options(
     profile: Profile, host: str, *, keepalive_interval: float, password: str | None
 ) -> dict[str, Any]:
@@ -99,6 +110,7 @@ def connect_options(
         "keepalive_count_max": 3,
         "connect_timeout": profile.connect_timeout,
         "login_timeout": profile.connect_timeout,
+        **forwarding_options(profile),
     }
     # With ~/.ssh/config in use, a default port/empty user leave Port/User to the config
     # (an explicit profile value wins, like `ssh -p`).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 
-from tao_slurm_tui.config import cache_dir
+from tao_slurm_tui.config import cache_dir, write_atomic
 from tao_slurm_tui.core.profile import Profile
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,8 @@ def remember_host(profile: Profile, host: str) -> None:
         data = {}
     data[_key(profile)] = host
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        # Atomic, 0600, through a temp file of a random name (never a fixed one to follow).
+        write_atomic(path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
     except OSError as exc:
         # Only a speed-up for the next run; the connection itself is fine.
         log.warning("cannot remember the login host in %s: %s", path, exc)

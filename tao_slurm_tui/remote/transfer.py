@@ -3,7 +3,9 @@
 No SFTP: a login host may not run the SFTP subsystem, and a command channel already goes through
 every shell and jump host the connection does. Writes are atomic (a temp file in the same
 directory, renamed over the target): a reader never sees half a file. Reads start at a byte
-offset, for incremental log reads.
+offset, for incremental log reads, and read only regular files (a job may replace its log with
+a FIFO or a link to a device), within :data:`READ_TIMEOUT` seconds where the host has
+``timeout``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import Protocol
 from tao_slurm_tui.core.quoting import home_path, quote
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.remote.errors import RemoteError, RemoteFileNotFound
+
+READ_TIMEOUT = 30
+"""Seconds a read may block (a file swapped for a FIFO after the ``test -f``) before it ends."""
 
 
 class _Result(Protocol):
@@ -94,10 +99,13 @@ class Transfer:
         if offset < 0 or (max_bytes is not None and max_bytes < 0):
             raise ValueError("offset and max_bytes must not be negative")
         qpath = home_path(path)
-        read = f"tail -c +{offset + 1} -- {qpath}"
+        read = f"$t tail -c +{offset + 1} -- {qpath}"
         if max_bytes is not None:
             read += f" | head -c {max_bytes}"
-        script = f"if test -r {qpath} && test -f {qpath}; then {read}; else exit 66; fi"
+        script = (
+            f't=; if command -v timeout >/dev/null 2>&1; then t="timeout {READ_TIMEOUT}"; fi; '
+            f"if test -r {qpath} && test -f {qpath}; then {read}; else exit 66; fi"
+        )
         status, out, err = await self.conn.run_bytes(script)
         if status == 66:
             if missing_ok:

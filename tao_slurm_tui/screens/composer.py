@@ -25,6 +25,7 @@ from tao_slurm_tui.screens.path_modal import PathModal
 from tao_slurm_tui.services.backend import SubmitStage
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.plain import plain
 from tao_slurm_tui.widgets.sbatch_preview import SbatchPreview
 from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm, in_words
 from tao_slurm_tui.widgets.start_estimate_pane import StartEstimatePane
@@ -123,8 +124,8 @@ class ComposerScreen(Screen[str | None]):
             with Vertical(id="side"):
                 yield SbatchPreview(id="preview")
                 yield StartEstimatePane(id="estimate")
-                yield Label("", id="problems")
-                yield Label("", id="stages")
+                yield Label("", id="problems", markup=False)
+                yield Label("", id="stages", markup=False)
                 yield Button(
                     "Remove unknown keys", id="drop-extra", variant="warning", compact=True
                 )
@@ -259,7 +260,7 @@ class ComposerScreen(Screen[str | None]):
         self.form.show_errors(shown)
         keys = {field.key for field in FIELDS} | {"then"}  # the steps editor shows its own
         loose = [f"{k}: {m}" if k else m for k, m in errors.items() if k not in keys]
-        self.problems.update("\n".join(in_words(line) for line in loose))
+        self.problems.update(plain("\n".join(in_words(line) for line in loose)))
         self.query_one("#drop-extra").display = bool(self.form.extra)
         self.submit_button.disabled = self.submitting
         return errors
@@ -326,7 +327,7 @@ class ComposerScreen(Screen[str | None]):
             job = await self.ctx.backend.submit(resolved, self._stage)
         except TaoError as error:
             self.stages.add_class("-failed")
-            self.stages.update(f"Not submitted: {error}")
+            self.stages.update(plain(f"Not submitted: {error}"))  # may quote sbatch
             self.notify(str(error), title="Submit failed", severity="error")
             return
         finally:

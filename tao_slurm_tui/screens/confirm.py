@@ -8,6 +8,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from tao_slurm_tui.widgets.plain import plain_line
+
 
 class ConfirmModal(ModalScreen[bool]):
     """Ask a question; dismiss with True (confirm) or False."""
@@ -33,10 +35,10 @@ class ConfirmModal(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """Question and two buttons."""
         with Vertical(id="dialog"):
-            yield Label(self.question, id="question")
+            yield Label(self.question, id="question", markup=False)
             with Horizontal(id="buttons"):
                 yield Button(
-                    self.confirm_label,
+                    plain_line(self.confirm_label),
                     id="confirm",
                     variant="error" if self.danger else "primary",
                 )

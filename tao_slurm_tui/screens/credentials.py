@@ -11,6 +11,7 @@ from textual.widgets import Button, Label
 
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.widgets.plain import plain
 from tao_slurm_tui.widgets.secret_input import SecretInput
 
 
@@ -34,14 +35,15 @@ class CredentialsModal(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """Explanation, masked field, buttons, status."""
         with Vertical(id="dialog"):
-            yield Label("Install your NGC API key for private images", id="title")
+            yield Label("Install your NGC API key for private images", id="title", markup=False)
             yield Label(
                 "The key is written to ~/.config/enroot/.credentials on the cluster (mode 0600), "
                 "keeping the other entries. It never touches this machine's disk or the screen.",
                 id="advice",
+                markup=False,
             )
             yield SecretInput(placeholder="NGC API key", id="ngc-key")
-            yield Label("", id="status")
+            yield Label("", id="status", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Install", id="install", variant="primary")
                 yield Button("Close", id="close")
@@ -81,7 +83,7 @@ class CredentialsModal(ModalScreen[bool]):
         try:
             await self.backend.install_credentials(key)
         except TaoError as error:
-            self.status.update(str(error))
+            self.status.update(plain(error))  # the cluster's answer, spelled out
             self.secret.wipe()
             return
         finally:

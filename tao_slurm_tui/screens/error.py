@@ -8,6 +8,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from tao_slurm_tui.widgets.plain import plain
+
 
 class ErrorModal(ModalScreen[None]):
     """Shows what went wrong and what to do; closes with Enter or Escape."""
@@ -28,8 +30,9 @@ class ErrorModal(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """Title, message, a close button."""
         with Vertical(id="dialog"):
-            yield Label(self.title_text, id="title")
-            yield Label(self.message, id="message")
+            yield Label(self.title_text, id="title", markup=False)
+            # The message may quote an exception that quotes the cluster: data, spelled out.
+            yield Label(plain(self.message), id="message", markup=False)
             yield Button("Close", id="close", variant="error")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

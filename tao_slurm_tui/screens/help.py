@@ -14,6 +14,7 @@ from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.screens.help_tables import binding_tables
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.plain import plain_line
 
 
 class HelpScreen(Screen[None]):
@@ -36,6 +37,7 @@ class HelpScreen(Screen[None]):
                     'e.g.  "queue.cancel" = "x".  Ctrl+P opens the command palette.'
                 ),
                 id="intro",
+                markup=False,
             )
             for title, rows in binding_tables(self.ctx.settings.keys):
                 table = Table(title=title, title_justify="left", expand=True, box=None)
@@ -43,8 +45,12 @@ class HelpScreen(Screen[None]):
                 table.add_column("Action", ratio=3)
                 table.add_column("Id", no_wrap=True, ratio=2)
                 for row in rows:
-                    table.add_row(Text(row.keys), Text(row.description), Text(row.binding_id))
-                yield Static(table, classes="key-table")
+                    table.add_row(
+                        plain_line(row.keys),
+                        plain_line(row.description),
+                        plain_line(row.binding_id),
+                    )
+                yield Static(table, classes="key-table", markup=False)
         yield AppFooter()
 
     def action_close(self) -> None:

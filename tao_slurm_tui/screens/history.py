@@ -26,10 +26,12 @@ from tao_slurm_tui.core.accounting import (
 )
 from tao_slurm_tui.core.history_query import check_name_filter, parse_since, parse_states
 from tao_slurm_tui.core.models import JobRecord
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.plain import plain, plain_line
 from tao_slurm_tui.widgets.usage import usage_lines
 
 COLUMNS = (
@@ -54,40 +56,48 @@ _STATE_STYLE = {
 }
 
 
-def history_cells(entry: HistoryEntry, linked: JobRecord | None) -> list[str | Text]:
-    """The table cells of one history entry."""
+def history_cells(entry: HistoryEntry, linked: JobRecord | None) -> list[Text]:
+    """The table cells of one history entry: plain text, one line each (a ``str`` cell would
+    be read as markup: a job named ``exp[/data]`` would end the app, and any job of the user's
+    is here, named anyhow)."""
     u = entry.usage
     elapsed = format_duration(u.elapsed_s) or "-"
     limit = format_duration(u.time_limit_s) or "none"
     style = _STATE_STYLE.get(entry.state, "red" if entry.finished else "")
-    state = Text(entry.state, style=style)
+    state = plain_line(entry.state, style=style)
     if u.hint:
         state.append(" ↓", style="bold yellow")
+    name = shown(entry.name)
     return [
-        entry.job_id,
-        entry.name if len(entry.name) <= 28 else entry.name[:27] + "…",
+        plain_line(entry.job_id),
+        plain_line(name if len(name) <= 28 else name[:27] + "…"),
         state,
-        entry.partition,
-        f"{elapsed}/{limit}",
-        "" if u.cpu_efficiency is None else f"{u.cpu_efficiency:.0%}",
-        f"{u.gpu_hours:.1f}" if u.gpus else "",
-        format_memory(u.peak_rss_bytes),
-        format_duration(u.queue_wait_s),
-        entry.exit_code,
-        linked.id if linked else "",
+        *(
+            plain_line(value)
+            for value in (
+                entry.partition,
+                f"{elapsed}/{limit}",
+                "" if u.cpu_efficiency is None else f"{u.cpu_efficiency:.0%}",
+                f"{u.gpu_hours:.1f}" if u.gpus else "",
+                format_memory(u.peak_rss_bytes),
+                format_duration(u.queue_wait_s),
+                entry.exit_code,
+                linked.id if linked else "",
+            )
+        ),
     ]
 
 
 def render_entry(entry: HistoryEntry, linked: JobRecord | None) -> RenderableType:
     """The detail pane of one history entry."""
     head = Text(no_wrap=True, overflow="ellipsis")
-    head.append(f"{entry.job_id}  ", style="bold")
-    head.append(f"{entry.name}  ·  {entry.raw_state}")
+    head.append(shown(f"{entry.job_id}  "), style="bold")
+    head.append(shown(f"{entry.name}  ·  {entry.raw_state}"))
     if entry.partition:
-        head.append(f"  ·  {entry.partition}")
+        head.append(shown(f"  ·  {entry.partition}"))
     if entry.nodes:
-        head.append(f"  ·  {entry.nodes}")
-    times = Text(
+        head.append(shown(f"  ·  {entry.nodes}"))
+    times = plain_line(
         f"Submitted {entry.submit_time or '-'} · started {entry.start_time or '-'} · "
         f"ended {entry.end_time or '-'} · exit {entry.exit_code or '-'}",
         no_wrap=True,
@@ -97,7 +107,9 @@ def render_entry(entry: HistoryEntry, linked: JobRecord | None) -> RenderableTyp
     if linked is not None:
         retries = f", {linked.retries} retries" if linked.retries else ""
         parts.append(
-            Text(f"TAO job {linked.id} ({linked.status}{retries}): l opens its logs.", style="bold")
+            plain_line(
+                f"TAO job {linked.id} ({linked.status}{retries}): l opens its logs.", style="bold"
+            )
         )
     else:
         parts.append(Text("Not submitted by tao-slurm-tui: l opens its StdOut/StdErr."))
@@ -148,16 +160,16 @@ class HistoryScreen(Screen[None]):
         """Header, filter bar, summary, table, detail, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, "history")
         with Horizontal(id="history-filters"):
-            yield Label("since")
+            yield Label("since", markup=False)
             yield Input(value="7d", placeholder="7d, 12h, 2026-11-01", id="h-since")
-            yield Label("state")
+            yield Label("state", markup=False)
             yield Input(placeholder="FAILED,CANCELLED", id="h-state")
-            yield Label("name")
+            yield Label("name", markup=False)
             yield Input(placeholder="contains", id="h-name")
-        yield Static(id="history-summary")
+        yield Static(id="history-summary", markup=False)
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="history-detail-box"):
-            yield Static(id="history-detail")
+            yield Static(id="history-detail", markup=False)
         yield AppFooter()
 
     def on_mount(self) -> None:
@@ -190,13 +202,15 @@ class HistoryScreen(Screen[None]):
         for key, entry in self.entries.items():
             self.table.add_row(*history_cells(entry, linked_record(entry, self.links)), key=key)
         if page.summary is not None:
-            self.summary.update(Text(page.summary.text, style="bold"))
+            self.summary.update(plain(page.summary.text, style="bold"))
         number = len(self.cursors)
         first = (number - 1) * self.page_size + 1 if page.entries else 0
         last = first + len(page.entries) - 1 if page.entries else 0
         total = (number - 1) * self.page_size + (page.total or 0)
         more = " · older jobs follow" if page.more else ""
-        self.table.border_subtitle = f"page {number} · jobs {first}-{last} of {total}{more}"
+        self.table.border_subtitle = plain_line(
+            f"page {number} · jobs {first}-{last} of {total}{more}"
+        )
         self.highlighted = self._cursor_key()
 
     def _cursor_key(self) -> str | None:

@@ -6,7 +6,6 @@ fetched once in one call; ``r`` fetches it again.
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,9 +14,11 @@ from textual.widgets import Log, Static
 
 from tao_slurm_tui.core.accounting import HistoryEntry
 from tao_slurm_tui.core.job_output import JobOutput
+from tao_slurm_tui.core.shown import log_line, shown
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.plain import plain_line
 
 
 class JobOutputScreen(Screen[None]):
@@ -45,7 +46,7 @@ class JobOutputScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Header, where the file is, the text, footer."""
         yield AppHeader(self.ctx.backend, self.ctx.clock, f"output of {self.entry.job_id}")
-        yield Static("looking for the output…", id="output-where")
+        yield Static("looking for the output…", id="output-where", markup=False)
         yield Log(max_lines=self.max_lines, id="output-log", auto_scroll=True)
         yield AppFooter()
 
@@ -68,7 +69,7 @@ class JobOutputScreen(Screen[None]):
         path = output.stdout_path if out else output.stderr_path
         readable = output.stdout_readable if out else output.stderr_readable
         label = "StdOut" if out else "StdErr"
-        where = Text(f"{label}: {path or 'unknown'}", no_wrap=True, overflow="ellipsis")
+        where = plain_line(f"{label}: {path or 'unknown'}", no_wrap=True, overflow="ellipsis")
         if output.source == "default":
             where.append("  (sbatch's default path)")
         self.where.update(where)
@@ -77,13 +78,20 @@ class JobOutputScreen(Screen[None]):
             self.log_view.write_line("SLURM does not say where this job wrote its output.")
         elif not readable:
             self.log_view.write_line(
-                f"{path} cannot be read (it was moved or deleted, or belongs to another user)."
+                shown(
+                    f"{path} cannot be read (it was moved or deleted, or belongs to another user)."
+                )
             )
         elif not out and output.same_file:
             self.log_view.write_line("StdErr went to the same file as StdOut (press o).")
         else:
             text = output.stdout if out else output.stderr
-            self.log_view.write_lines(text.splitlines() or ["(empty)"])
+            # Any job of the user's wrote this: shown as a log viewer shows a log (escape
+            # sequences dropped, control characters spelled out). Split on newlines only.
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            self.log_view.write_lines([log_line(line) for line in lines] or ["(empty)"])
 
     def action_show(self, stream: str) -> None:
         """Switch between StdOut and StdErr."""

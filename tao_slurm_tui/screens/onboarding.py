@@ -28,8 +28,8 @@ from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
 from tao_slurm_tui.widgets.check_row import CheckRow
 
-_USER = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$", re.IGNORECASE)
-_HOST = re.compile(r"^[A-Za-z0-9.-]+$|^\[?[0-9a-fA-F:]+\]?$")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]*\$?\Z", re.IGNORECASE)
+_HOST = re.compile(r"^[A-Za-z0-9.-]+\Z|^\[?[0-9a-fA-F:]+\]?\Z")
 
 PROFILE_FIELDS: list[tuple[str, str, str, bool]] = [
     ("name", "Profile name", "sandbox", False),
@@ -138,7 +138,7 @@ class OnboardingScreen(Screen[None]):
         yield AppHeader(self.ctx.backend, self.ctx.clock, "set-up")
         with Horizontal(id="body"):
             with VerticalScroll(id="profile-form"):
-                yield Label("Cluster profile", classes="section")
+                yield Label("Cluster profile", classes="section", markup=False)
                 for key, label, placeholder, advanced in PROFILE_FIELDS:
                     if not advanced:
                         yield from self._field(key, label, placeholder, values[key])
@@ -160,7 +160,7 @@ class OnboardingScreen(Screen[None]):
                     for key, label, placeholder, advanced in PROFILE_FIELDS:
                         if advanced:
                             yield from self._field(key, label, placeholder, values[key])
-                    yield Label("Container runtime", classes="field-label")
+                    yield Label("Container runtime", classes="field-label", markup=False)
                     yield Select(
                         [("pyxis (srun --container-image)", "pyxis"), ("none (bare srun)", "none")],
                         value=profile.container_runtime,
@@ -170,8 +170,8 @@ class OnboardingScreen(Screen[None]):
                 yield Button("Save profile", id="save", variant="primary")
             with Vertical(id="doctor"):
                 with Horizontal(id="doctor-head"):
-                    yield Label("Doctor", classes="section")
-                    yield Label("", id="doctor-status")
+                    yield Label("Doctor", classes="section", markup=False)
+                    yield Label("", id="doctor-status", markup=False)
                     yield Button("Run checks", id="run")
                 yield VerticalScroll(id="checks")
         yield AppFooter()
@@ -182,9 +182,9 @@ class OnboardingScreen(Screen[None]):
             self.query_one("#p-hostnames", Input).value = event.value
 
     def _field(self, key: str, label: str, placeholder: str, value: str) -> ComposeResult:
-        yield Label(label, classes="field-label")
+        yield Label(label, classes="field-label", markup=False)
         yield Input(value, placeholder=placeholder, id=f"p-{key}", select_on_focus=False)
-        yield Label("", id=f"pe-{key}", classes="field-error")
+        yield Label("", id=f"pe-{key}", classes="field-error", markup=False)
 
     def _profile_values(self, profile: Profile) -> dict[str, str]:
         return {

@@ -20,6 +20,7 @@ from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.overview import ClusterSummary, Overview
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.plain import plain, plain_line
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("profile", "Cluster"),
@@ -33,7 +34,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 def summary_cells(s: ClusterSummary) -> dict[str, Text]:
     """The row of one cluster: numbers, or its failure in place."""
-    name = Text(s.profile + (" (active)" if s.active else ""), style="bold")
+    name = plain_line(s.profile + (" (active)" if s.active else ""), style="bold")
     if s.report is None:
         waiting = not s.error
         return {
@@ -54,10 +55,11 @@ def summary_cells(s: ClusterSummary) -> dict[str, Text]:
     )
     return {
         "profile": name,
-        "running": Text(f"{r.mine.running_jobs} ({r.mine.running_gpus} GPUs)"),
-        "pending": Text(f"{r.mine.pending_jobs} ({r.mine.pending_gpus} GPUs)"),
-        "free": Text(str(r.gpus_free), style="bold green" if r.gpus_free else "dim"),
-        "block": Text(f"{best.gpus} × {type_label(best.kind)} on {best.node}")  # noqa: RUF001
+        "running": plain_line(f"{r.mine.running_jobs} ({r.mine.running_gpus} GPUs)"),
+        "pending": plain_line(f"{r.mine.pending_jobs} ({r.mine.pending_gpus} GPUs)"),
+        "free": plain_line(r.gpus_free, style="bold green" if r.gpus_free else "dim"),
+        # The node and GPU type are the cluster's words: one line, spelled out.
+        "block": plain_line(f"{best.gpus} × {type_label(best.kind)} on {best.node}")  # noqa: RUF001
         if best
         else Text("none", style="dim"),
         "state": Text("ok", style="green"),
@@ -95,9 +97,10 @@ class OverviewScreen(Screen[str | None]):
             "Your jobs and the free GPUs on every configured cluster. "
             "Enter switches to the selected one.",
             id="overview-hint",
+            markup=False,
         )
         yield DataTable(id="clusters", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="overview-detail")
+        yield Static("", id="overview-detail", markup=False)
         yield AppFooter()
 
     def on_mount(self) -> None:
@@ -128,7 +131,7 @@ class OverviewScreen(Screen[str | None]):
     def _detail(self, summary: ClusterSummary) -> None:
         detail = self.query_one("#overview-detail", Static)
         detail.set_class(bool(summary.error), "-failed")
-        detail.update(self.detail_text(summary))
+        detail.update(plain(self.detail_text(summary)))  # a failure quotes the cluster
 
     def _highlighted(self) -> str | None:
         if self.table.row_count == 0:
@@ -162,7 +165,7 @@ class OverviewScreen(Screen[str | None]):
             column = self.table.columns.get(ColumnKey(key))
             if column is None:
                 continue
-            widest = max([Text(title).cell_len, *(row[key].cell_len for row in rows)])
+            widest = max([plain_line(title).cell_len, *(row[key].cell_len for row in rows)])
             column.auto_width = False
             column.width = max(column.width, widest)
 

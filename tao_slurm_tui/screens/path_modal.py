@@ -28,9 +28,9 @@ class PathModal(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """Prompt and input."""
         with Vertical(id="dialog"):
-            yield Label(self.prompt, id="title")
+            yield Label(self.prompt, id="title", markup=False)
             yield Input(self.value, placeholder="path/to/spec.toml", id="path")
-            yield Label("Enter to confirm · Escape to cancel", id="advice")
+            yield Label("Enter to confirm · Escape to cancel", id="advice", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Dismiss with the path."""

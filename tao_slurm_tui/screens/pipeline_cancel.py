@@ -12,6 +12,7 @@ from textual.widgets import Button, Label
 
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, step_label
+from tao_slurm_tui.widgets.plain import plain_line
 
 CancelChoice = Literal["step", "pipeline"]
 """What the user chose to cancel."""
@@ -66,10 +67,12 @@ class PipelineCancelModal(ModalScreen[CancelChoice | None]):
     def compose(self) -> ComposeResult:
         """The question and three buttons (the safe one focused)."""
         with Vertical(id="dialog"):
-            yield Label(cancel_question(self.step, self.pipeline), id="question")
+            yield Label(cancel_question(self.step, self.pipeline), id="question", markup=False)
             with Horizontal(id="buttons"):
                 yield Button(
-                    f"This step ({step_label(self.step)})", id="cancel-step", variant="warning"
+                    plain_line(f"This step ({step_label(self.step)})"),
+                    id="cancel-step",
+                    variant="warning",
                 )
                 yield Button("Whole pipeline", id="cancel-pipeline", variant="error")
                 yield Button("Keep", id="keep")

@@ -28,6 +28,7 @@ from textual.widgets import DataTable, Input
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
+from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.backend import Transition, transitions
@@ -369,7 +370,10 @@ class QueueScreen(Screen[None]):
         # Built here rather than by app.notify so it can be taken down again (Textual's
         # notify returns nothing); it lasts until the next poll replaces or clears it.
         self._toast = Notification(
-            message, title, "error", timeout=max(self._delay, self.poll_interval) + 5
+            shown_text(message),  # quotes the cluster's error: data, never markup
+            shown(title),
+            "error",
+            timeout=max(self._delay, self.poll_interval) + 5,
         )
         self.app.post_message(Notify(self._toast))
 

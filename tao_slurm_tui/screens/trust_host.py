@@ -25,13 +25,16 @@ class TrustHostModal(ModalScreen[bool]):
         """Fingerprint and the two choices."""
         key = self.key
         with Vertical(id="dialog"):
-            yield Label(f"Trust the host key of {key.host}:{key.port}?", id="title")
-            yield Label(f"Key type     {key.key_type}", classes="fact")
-            yield Label(f"Fingerprint  {key.fingerprint}", classes="fact", id="fingerprint")
+            yield Label(f"Trust the host key of {key.host}:{key.port}?", id="title", markup=False)
+            yield Label(f"Key type     {key.key_type}", classes="fact", markup=False)
+            yield Label(
+                f"Fingerprint  {key.fingerprint}", classes="fact", id="fingerprint", markup=False
+            )
             yield Label(
                 "Compare it with the fingerprint your cluster's documentation or admin gives "
                 "(ssh-keygen -lf prints the same form). Trust it only if they match.",
                 id="advice",
+                markup=False,
             )
             with Horizontal(id="buttons"):
                 yield Button("Trust", id="trust", variant="warning")

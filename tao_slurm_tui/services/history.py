@@ -9,6 +9,7 @@ SLURM id).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -54,11 +55,12 @@ class HistoryService:
             BadInput: the query is invalid.
             OperationFailed: sacct failed or its output was cut short.
         """
+        nonce = secrets.token_hex(8)  # frames the rows: no job's name can forge one
         try:
-            command = history_command(query)
+            command = history_command(query, nonce)
         except ValueError as exc:
             raise BadInput(f"{exc}.") from None
-        page = parse_history_output(await self._run(command))
+        page = parse_history_output(await self._run(command), nonce)
         if page.error:
             raise OperationFailed(f"Could not read the job history: {page.error}.")
         if page.summary is not None:
@@ -75,9 +77,9 @@ class HistoryService:
         ids = list(dict.fromkeys(i for i in slurm_ids if i))
         found: dict[str, HistoryEntry] = {}
         for start in range(0, len(ids), USAGE_CHUNK):
-            page = parse_history_output(
-                await self._run(usage_command(ids[start : start + USAGE_CHUNK])), paged=False
-            )
+            nonce = secrets.token_hex(8)
+            command = usage_command(ids[start : start + USAGE_CHUNK], nonce)
+            page = parse_history_output(await self._run(command), nonce, paged=False)
             if page.error:
                 raise OperationFailed(f"Could not read the jobs' accounting: {page.error}.")
             for entry in page.entries:

@@ -115,13 +115,20 @@ def conversion_job_name(ref: ImageRef) -> str:
     return f"{CONVERSION_PREFIX}{digest}"
 
 
+def sqsh_magic(sqsh_path: str) -> str:
+    """Shell text printing the first letters of a cached image (a regular file only: a FIFO
+    or a device put in its place must not block the probe)."""
+    q = quote(sqsh_path)
+    # tr keeps letters only: head of a binary file may hold NULs a shell variable cannot carry.
+    return f"if [ -f {q} ]; then head -c 4 -- {q} 2>/dev/null | tr -dc 'A-Za-z0-9'; fi"
+
+
 def probe_command(sqsh_path: str, user: str, job_name: str) -> str:
     """One round trip: the cached file's first bytes and any conversion of it in flight.
 
     Output: ``MAGIC=<letters>`` and ``INFLIGHT=<ids separated by spaces>``.
     """
-    # tr keeps letters only: head of a binary file may hold NULs a shell variable cannot carry.
-    magic = f"head -c 4 -- {quote(sqsh_path)} 2>/dev/null | tr -dc 'A-Za-z0-9'"
+    magic = sqsh_magic(sqsh_path)
     squeue = join(
         ["squeue", "-h", "-u", user, f"--name={job_name}", "-t", ACTIVE_STATES, "-o", "%i"]
     )
@@ -443,7 +450,7 @@ async def conversion_outcome(
         conversion_job_id: SLURM id of the conversion job.
         sqsh_path: the cache file it was to produce.
     """
-    magic = f"head -c 4 -- {quote(sqsh_path)} 2>/dev/null | tr -dc 'A-Za-z0-9'"
+    magic = sqsh_magic(sqsh_path)
     squeue = join(["squeue", "-h", "-t", "all", "-j", conversion_job_id, "-o", "%T"])
     sacct = join(["sacct", "-X", "-n", "-P", "-j", conversion_job_id, "--format=State"])
     command = (

@@ -38,6 +38,7 @@ from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord
 from tao_slurm_tui.core.quoting import quote
 from tao_slurm_tui.remote.connection import Connection, RemoteError
+from tao_slurm_tui.remote.transfer import READ_TIMEOUT
 from tao_slurm_tui.services.backend import LogBatch
 
 __all__ = [
@@ -380,9 +381,12 @@ async def tail(
     if n <= 0:
         return []
     path = quote(log_path(job, attempt, stream))
+    # Bytes first: a huge log without newlines is not read backwards to its start. Only a
+    # regular file is read (a FIFO would block), within the transfer's read timeout.
     command = (
-        f"if [ -f {path} ]; then tail -n {int(n)} -- {path} | tail -c {TAIL_MAX_BYTES}; "
-        "else exit 66; fi"
+        f't=; if command -v timeout >/dev/null 2>&1; then t="timeout {READ_TIMEOUT}"; fi; '
+        f"if [ -f {path} ] && [ -r {path} ]; then $t tail -c {TAIL_MAX_BYTES} -- {path} "
+        f"| tail -n {int(n)}; else exit 66; fi"
     )
     result = await conn.run(command)
     if result.exit_status == 66:

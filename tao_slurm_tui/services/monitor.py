@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -61,6 +62,7 @@ from tao_slurm_tui.core.run_events import (
     EventsAnswer,
     events_parts,
     parse_events,
+    split_events,
 )
 from tao_slurm_tui.core.slurm_poll import PollOutput, parse_poll_output, queue_command
 from tao_slurm_tui.core.slurm_text import expand_nodelist, federated
@@ -68,6 +70,7 @@ from tao_slurm_tui.core.tick_reads import (
     STATUS_TAIL_LIVE,
     FinishedReads,
     finished_reads_command,
+    marker,
     parse_finished_reads,
     parse_sections,
     split_tail_v,
@@ -281,6 +284,9 @@ class Monitor:
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
+        # A nonce per command frames what the job's files hold (tick_reads, run_events): their
+        # lines can neither open another job's part nor pass for queue rows.
+        nonce = secrets.token_hex(8)
         watch = self.watch
         local = not federated(ids.values())
         if watch is None:
@@ -289,18 +295,22 @@ class Monitor:
             events = watch.paths(jobs, self.profile.results_root)
             busy = self.accounting.waiting(ids.values())
             why = watch.should_ask(jobs, full=full, accounting=busy)
-            first_parts = events_parts(list(events.values()), watch.sizes, bool(why))
+            first_parts = events_parts(list(events.values()), watch.sizes, bool(why), nonce)
             command = queue_command(local=local, first=first_parts, when=ASK_CONDITION)
-        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE)
+        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE, nonce)
         if extra:
             command = f"{command}; {extra}"
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
-        output = parse_poll_output(first.stdout, wanted=set(ids.values()))
+        # The queue's part ends where the files' part begins (its marker carries the nonce);
+        # a paced tick's starts after its events part (whose last marker carries it too).
+        queue_text = first.stdout.partition(f"\n{marker(nonce)}status\n")[0]
         asked, asked_by, answer = True, "every", None
         if watch is not None:
-            answer = parse_events(first.stdout, events)
+            events_text, queue_text = split_events(queue_text, nonce)
+            answer = parse_events(events_text, events, nonce)
             asked, asked_by = answer.asked, "events" if answer.printed or not why else why
+        output = parse_poll_output(queue_text, wanted=set(ids.values()))
         if not output.complete or (answer is not None and not answer.complete):
             raise RemoteError(
                 "The poll command's output was cut short "
@@ -313,8 +323,8 @@ class Monitor:
         # Lines that are no job rows (a banner on stdout, a wrapper): the rows they hid are unknown.
         result.warning = result.warning or output.error
         output.sacct_rows = self.accounting.rows_for(ids.values())
-        sections = parse_sections(first.stdout)
-        live_status = split_tail_v(sections.get(("status", ""), []), status_paths)
+        sections = parse_sections(first.stdout, nonce)
+        live_status = split_tail_v(sections.get(("status", ""), []), status_paths, nonce)
         return _Poll(ids, output, live_status, asked, asked_by, answer)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
@@ -416,11 +426,12 @@ class Monitor:
         reads = FinishedReads()
         for w in pending:
             w.add_reads(reads, self.profile.results_root)
+        nonce = secrets.token_hex(8)
         result = await self.conn.run_framed(
-            finished_reads_command(reads), timeout=self.profile.command_timeout
+            finished_reads_command(reads, nonce), timeout=self.profile.command_timeout
         )
         try:
-            answers = parse_finished_reads(result.stdout, reads)
+            answers = parse_finished_reads(result.stdout, reads, nonce)
         except ValueError:
             raise RemoteError(
                 "Reading the logs of finished jobs was cut short; the next tick retries."

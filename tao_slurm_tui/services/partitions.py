@@ -71,7 +71,7 @@ def _write(profile: Profile, limits: Limits) -> None:
     payload = {"fetched_at": time.time(), "limits": limits}
     path = cache_file(profile)
     try:
-        write_atomic(path, json.dumps(payload, sort_keys=True).encode(), 0o644)
+        write_atomic(path, json.dumps(payload, sort_keys=True).encode())  # 0600, atomic
     except OSError as exc:
         # Only a speed-up; the limits themselves are fine.
         log.warning("cannot cache partition limits in %s: %s", path, exc)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.quoting import join, quote
-from tao_slurm_tui.core.tick_reads import MARK, script
+from tao_slurm_tui.core.tick_reads import marker, script
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import Remote
 from tao_slurm_tui.services.cancel import Canceller
@@ -133,15 +134,17 @@ class PipelineFollower:
             + f' 2>&1; printf "%s%s %s\\n" "$M" {quote(step.id)} "$?"'
             for step, to in moves
         ]
+        nonce = secrets.token_hex(8)
         try:
-            result = await self.conn.run(script(parts), timeout=self.timeout())
+            result = await self.conn.run(script(parts, nonce), timeout=self.timeout())
         except TaoError as exc:
             out.warning = out.warning or f"re-pointing a pipeline's dependency: {exc}"
             return
         codes: dict[str, str] = {}
-        for line in result.stdout.splitlines():
-            if line.startswith(MARK):
-                job_id, _, code = line[len(MARK) :].rpartition(" ")
+        mark = marker(nonce)
+        for line in result.stdout.split("\n"):
+            if line.startswith(mark):
+                job_id, _, code = line[len(mark) :].rpartition(" ")
                 codes[job_id] = code.strip()
         for step, target in moves:
             if codes.get(step.id) != "0":

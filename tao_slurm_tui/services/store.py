@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tao_slurm_tui.config import create_private
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.services.store_rows import ATTEMPT_FIELDS, attempt_of, job_record
@@ -91,8 +92,8 @@ class JobStore:
     def _open(self, target: str | Path) -> sqlite3.Connection:
         try:
             if isinstance(target, Path):
-                target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fresh = not target.exists()
+                # Made 0600 before SQLite opens it (its -wal/-shm files take the same mode).
+                fresh = create_private(target)
             # Autocommit mode: transactions are opened explicitly with BEGIN IMMEDIATE.
             db = sqlite3.connect(
                 target,

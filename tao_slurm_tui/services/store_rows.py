@@ -20,7 +20,7 @@ from tao_slurm_tui.errors import OperationFailed
 ATTEMPT_FIELDS = tuple(f.name for f in fields(Attempt) if f.name != "number")
 """The columns of ``attempts`` besides its key, named as :class:`Attempt`'s fields."""
 
-_SLURM_ID_RE = re.compile(r"^(?:[0-9]+(?:_[0-9]+)?)?$")
+_SLURM_ID_RE = re.compile(r"^(?:[0-9]+(?:_[0-9]+)?)?\Z")
 
 
 def job_record(row: sqlite3.Row, attempts: list[Attempt], path: Path) -> JobRecord:

@@ -19,6 +19,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.services.backend import Backend
 
 STATE_LABELS: dict[str, tuple[str, str]] = {
@@ -180,7 +181,7 @@ class AppHeader(Widget):
         title = self.get_component_rich_style("app-header--title")
         if self.screen_title:
             text.append("tao-slurm-tui ", style=title)
-            text.append(f"· {self.screen_title}  ")
+            text.append(shown(f"· {self.screen_title}  "))  # may name a job from sacct
         else:
             text.append("tao-slurm-tui  ", style=title)
         text.append(f"profile {status.profile or '-'}  ")

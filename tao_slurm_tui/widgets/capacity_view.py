@@ -15,6 +15,8 @@ from textual.widgets.data_table import RowDoesNotExist
 
 from tao_slurm_tui.core.capacity import NodeState
 from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
+from tao_slurm_tui.core.shown import shown
+from tao_slurm_tui.widgets.plain import plain, plain_line
 
 BAR_WIDTH = 10
 """Cells of the free-GPU bar."""
@@ -53,28 +55,29 @@ def _mem(mb: int) -> str:
 
 
 def partition_cells(p: PartitionCapacity) -> dict[str, Text]:
-    """The table's cells for one partition."""
+    """The table's cells for one partition (names of partitions, types and nodes are the
+    cluster's: plain text, one line)."""
     n = p.nodes
     out = n[NodeState.DRAINED] + n[NodeState.DRAINING] + n[NodeState.DOWN]
     block = p.largest_block
     free_style = "bold green" if p.gpus_free else "dim"
     return {
-        "partition": Text(p.name + (" *" if p.default else ""), style="bold"),
-        "free": Text(f"{p.gpus_free}/{p.gpus_total}", style=free_style),
+        "partition": plain_line(p.name + (" *" if p.default else ""), style="bold"),
+        "free": plain_line(f"{p.gpus_free}/{p.gpus_total}", style=free_style),
         "bar": gpu_bar(p),
-        "types": Text(
+        "types": plain_line(
             ", ".join(f"{type_label(t.kind)} {t.free}/{t.total}" for t in p.gpu_types) or "-"
         ),
-        "block": Text(f"{block.gpus} × {type_label(block.kind)} on {block.node}")  # noqa: RUF001
+        "block": plain_line(f"{block.gpus} × {type_label(block.kind)} on {block.node}")  # noqa: RUF001
         if block
         else Text("none", style="dim"),
-        "nodes": Text(
+        "nodes": plain_line(
             f"{n[NodeState.IDLE]}/{n[NodeState.MIXED]}/{n[NodeState.ALLOCATED]}/{out}",
             style="red" if out else "",
         ),
-        "cpus": Text(f"{p.cpus_free}/{p.cpus_total}"),
-        "mem": Text(_mem(p.mem_free_mb)),
-        "pending": Text(f"{p.pending_jobs} ({p.pending_gpus} GPUs)"),
+        "cpus": plain_line(f"{p.cpus_free}/{p.cpus_total}"),
+        "mem": plain_line(_mem(p.mem_free_mb)),
+        "pending": plain_line(f"{p.pending_jobs} ({p.pending_gpus} GPUs)"),
     }
 
 
@@ -84,7 +87,7 @@ def summary_text(report: CapacityReport) -> Text:
     text = Text()
     text.append(f"{report.gpus_free} GPUs free", style="bold green" if report.gpus_free else "")
     text.append(
-        f" · you ({report.user}): {mine.running_jobs} running ({mine.running_gpus} GPUs), "
+        f" · you ({shown(report.user)}): {mine.running_jobs} running ({mine.running_gpus} GPUs), "
         f"{mine.pending_jobs} pending ({mine.pending_gpus} GPUs)"
     )
     return text
@@ -98,11 +101,12 @@ def unavailable_text(report: CapacityReport) -> Text:
     for i, n in enumerate(report.unavailable):
         if i:
             text.append("\n")
-        text.append(f"{n.name} ", style="bold")
+        # Node names and the admins' reasons: the cluster's words, one line each.
+        text.append(shown(f"{n.name} "), style="bold")
         text.append(str(n.state), style="red" if n.state is NodeState.DOWN else "yellow")
-        text.append(f": {n.reason or 'no reason given'}")
+        text.append(shown(f": {n.reason or 'no reason given'}"))
         if n.by:
-            text.append(f" ({n.by}, {n.since})", style="dim")
+            text.append(shown(f" ({n.by}, {n.since})"), style="dim")
     return text
 
 
@@ -117,8 +121,8 @@ def limits_text(report: CapacityReport) -> Text:
         if i:
             text.append("\n")
         used = "per job" if lim.used is None else f"{lim.used}/{lim.limit}"
-        text.append(f"{lim.scope} ", style="bold")
-        text.append(f"{lim.kind} {lim.resource}: {used}")
+        text.append(shown(f"{lim.scope} "), style="bold")
+        text.append(shown(f"{lim.kind} {lim.resource}: {used}"))
         if lim.reached:
             text.append("  reached: new jobs wait", style="bold red")
     return text
@@ -137,13 +141,13 @@ class CapacityView(Vertical):
 
     def compose(self) -> ComposeResult:
         """The parts, empty until the first report."""
-        yield Static("Reading the cluster's capacity…", id="cap-summary")
+        yield Static("Reading the cluster's capacity…", id="cap-summary", markup=False)
         yield DataTable(id="cap-table", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="cap-bottom"):
             with VerticalScroll(id="cap-out"):
-                yield Static(id="cap-out-text")
+                yield Static(id="cap-out-text", markup=False)
             with VerticalScroll(id="cap-limits"):
-                yield Static(id="cap-limits-text")
+                yield Static(id="cap-limits-text", markup=False)
 
     def on_mount(self) -> None:
         """Columns and pane titles."""
@@ -174,10 +178,10 @@ class CapacityView(Vertical):
         self.query_one("#cap-out-text", Static).update(unavailable_text(report))
         self.query_one("#cap-limits-text", Static).update(limits_text(report))
         if report.notes:
-            self.summary.update(summary_text(report).append("\n" + " ".join(report.notes)))
+            self.summary.update(summary_text(report).append("\n" + shown(" ".join(report.notes))))
 
     def show_error(self, message: str) -> None:
         """The refresh failed: say so, keep the last numbers."""
         self.summary.add_class("-error")
         stale = " (the numbers below are from the last refresh)" if self.report else ""
-        self.summary.update(f"Could not refresh: {message}{stale}")
+        self.summary.update(plain(f"Could not refresh: {message}{stale}"))

@@ -10,6 +10,7 @@ from textual.message import Message
 from textual.widgets import Button, Label
 
 from tao_slurm_tui.core.preflight import CheckResult, CheckStatus
+from tao_slurm_tui.widgets.plain import plain, plain_line
 from tao_slurm_tui.widgets.secret_input import SecretInput
 
 
@@ -111,18 +112,23 @@ class CheckRow(Vertical):
         result = self.result
         look = status_look(result.status)
         with Horizontal(classes="check-head"):
-            yield Label(look.glyph, classes="glyph")
-            yield Label(result.title, classes="name")
-            yield Label(look.word, classes="status-word")
+            yield Label(look.glyph, classes="glyph", markup=False)
+            yield Label(result.title, classes="name", markup=False)
+            yield Label(look.word, classes="status-word", markup=False)
         if result.detail:
-            yield Label(result.detail, classes="detail")
+            # A detail may quote what the login host answered: data, spelled out.
+            yield Label(plain(result.detail), classes="detail", markup=False)
         if look.offers_fix and result.fix:
-            yield Label(result.fix, classes="fix")
+            yield Label(plain(result.fix), classes="fix", markup=False)
         if look.offers_fix and result.action in BUTTON_LABELS:
             with Horizontal(classes="fix-row"):
                 if result.action in SECRET_PROMPTS:
                     yield SecretInput(placeholder=SECRET_PROMPTS[result.action], classes="secret")
-                yield Button(BUTTON_LABELS[result.action], classes="fix-button", variant="warning")
+                yield Button(
+                    plain_line(BUTTON_LABELS[result.action]),
+                    classes="fix-button",
+                    variant="warning",
+                )
 
     def take_secret(self) -> str:
         """The secret typed in this row (the field is cleared)."""

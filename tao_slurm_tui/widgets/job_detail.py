@@ -13,7 +13,9 @@ from textual.widgets import Static
 from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, step_label, step_words
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.slurm import explain_reason
+from tao_slurm_tui.widgets.plain import plain, plain_line
 from tao_slurm_tui.widgets.usage import usage_lines
 
 
@@ -33,8 +35,8 @@ def pipeline_summary(job: JobRecord, pipeline: Pipeline) -> list[RenderableType]
     ids = [step.id for step in pipeline.steps]
     this = ids.index(job.id) if job.id in ids else -1
     head = Text(no_wrap=True, overflow="ellipsis")
-    head.append(f"Pipeline {pipeline.pipeline_id}  ", style="bold")
-    head.append(f"{pipeline.summary} · this job is step {this + 1} of {len(pipeline.steps)}")
+    head.append(shown(f"Pipeline {pipeline.pipeline_id}  "), style="bold")
+    head.append(shown(f"{pipeline.summary} · this job is step {this + 1} of {len(pipeline.steps)}"))
     # No column of blanks in front (SVG renderers drop a line's leading spaces): the step shown
     # is marked at the end of its line, and bold.
     table = Table(box=None, pad_edge=False, expand=False, show_header=False)
@@ -44,9 +46,9 @@ def pipeline_summary(job: JobRecord, pipeline: Pipeline) -> list[RenderableType]
     for index, step in enumerate(pipeline.steps):
         mine = index == this
         table.add_row(
-            f"{index + 1}.",
-            step_label(step),
-            step_words(pipeline, step) + ("  ◂ this job" if mine else ""),
+            plain_line(f"{index + 1}."),
+            plain_line(step_label(step)),
+            plain_line(step_words(pipeline, step) + ("  ◂ this job" if mine else "")),
             style="bold" if mine else None,
         )
     return [head, table]
@@ -57,21 +59,22 @@ def render_detail(
 ) -> RenderableType:
     """A renderable describing ``job`` (plain text only; no markup is parsed), with what it
     used once it finished (``usage``, from accounting) and, for a pipeline's step, the
-    pipeline's steps and where each one is (``pipeline``)."""
+    pipeline's steps and where each one is (``pipeline``). What SLURM and the job's
+    ``status.json`` said (states, reasons, message, eta, KPIs, nodes) is shown spelled out."""
     head = Text(no_wrap=True, overflow="ellipsis")
     # Spaces end the styled piece instead of starting the next: SVG renderers (rsvg, used for
     # the screenshots) drop leading spaces of a <text>, gluing "job-idRunning" together.
     head.append(f"{job.id}  ", style="bold")
-    head.append(f"{job.status}  ·  SLURM {job.slurm_state or '-'}")
+    head.append(shown(f"{job.status}  ·  SLURM {job.slurm_state or '-'}"))
     if job.slurm_job_id:
-        head.append(f" ({job.slurm_job_id})")
+        head.append(shown(f" ({job.slurm_job_id})"))
     parts: list[RenderableType] = [head]
     if job.reason and job.status.value == "Pending":
         # The full sentence here; the table's column has the short form.
         words = explain_reason(job.reason)
-        parts.append(Text(f"Pending: {words} ({job.reason.strip('()')})", overflow="fold"))
+        parts.append(plain(f"Pending: {words} ({job.reason.strip('()')})", overflow="fold"))
     if job.message:
-        parts.append(Text(f"Message: {job.message}", overflow="fold"))
+        parts.append(plain(f"Message: {job.message}", overflow="fold"))
     progress = job.progress
     if progress.epoch is not None:
         line = f"Progress: epoch {progress.epoch}/{progress.max_epoch or '?'}"
@@ -79,39 +82,50 @@ def render_detail(
             line += f" · eta {progress.eta}"  # a finished job has nothing left to wait for
         if progress.kpi:
             line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
-        parts.append(Text(line))
+        parts.append(plain_line(line, overflow="fold"))
     if pipeline is not None and len(pipeline.steps) > 1:
         parts.extend(pipeline_summary(job, pipeline))
     if usage is not None:
         parts.extend(usage_lines(usage))
     for label, path in job_paths(job).items():
-        parts.append(Text(f"{label + ':':9}{path}", no_wrap=True, overflow="ellipsis"))
+        parts.append(plain_line(f"{label + ':':9}{path}", no_wrap=True, overflow="ellipsis"))
     if job.attempts:
-        table = Table(box=None, pad_edge=False, expand=False, header_style="bold")
-        for column in (
-            "#",
-            "SLURM id",
-            "State",
-            "Exit",
-            "Nodes",
-            "Start",
-            "End",
-            "Retried because",
-        ):
-            table.add_column(column, no_wrap=True)
-        for attempt in job.attempts:
-            table.add_row(
-                str(attempt.number + 1),
-                attempt.slurm_job_id,
-                attempt.state,
-                attempt.exit_code,
-                attempt.nodes,
-                attempt.start_time,
-                attempt.end_time,
-                attempt.retry_reason,
-            )
-        parts.append(table)
+        parts.append(attempts_table(job))
     return Group(*parts)
+
+
+def attempts_table(job: JobRecord) -> Table:
+    """One row per SLURM attempt: its id, state, exit code, nodes, times and why it was
+    retried (SLURM's words and the retry rules', one line each)."""
+    table = Table(box=None, pad_edge=False, expand=False, header_style="bold")
+    for column in (
+        "#",
+        "SLURM id",
+        "State",
+        "Exit",
+        "Nodes",
+        "Start",
+        "End",
+        "Retried because",
+    ):
+        table.add_column(column, no_wrap=True)
+    for attempt in job.attempts:
+        table.add_row(
+            str(attempt.number + 1),
+            *(
+                plain_line(value)
+                for value in (
+                    attempt.slurm_job_id,
+                    attempt.state,
+                    attempt.exit_code,
+                    attempt.nodes,
+                    attempt.start_time,
+                    attempt.end_time,
+                    attempt.retry_reason,
+                )
+            ),
+        )
+    return table
 
 
 class DetailView(NamedTuple):

@@ -34,11 +34,13 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotEx
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.partitions import format_slurm_time
+from tao_slurm_tui.core.shown import Shown, shown
 from tao_slurm_tui.core.slurm import explain_reason
 from tao_slurm_tui.core.slurm_text import parse_duration
 from tao_slurm_tui.core.start_estimate import short_time
 from tao_slurm_tui.widgets.drawn_cells import DrawnCellsTable
 from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_label, row_order
+from tao_slurm_tui.widgets.plain import plain_line
 
 SLURM_STATES = (
     "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED",
@@ -124,24 +126,27 @@ def _elapsed_of_limit(elapsed: str, limit: str, pending: bool) -> str:
     return f"{'-' if pending or not elapsed else elapsed}/{compact_limit(limit)}"
 
 
-def job_plain_cells(job: JobRecord) -> dict[str, str]:
-    """The text of every column for ``job`` (no styling)."""
+def job_plain_cells(job: JobRecord) -> dict[str, Shown]:
+    """The text of every column for ``job`` (no styling), one line each: what SLURM said
+    (state, partition, times, reason) is data, its control characters spelled out."""
     latest = job.latest
     elapsed = latest.elapsed if latest else ""
     limit = latest.time_limit if latest else ""
     pending = job.status is TaoStatus.PENDING
     return {
-        "id": row_label(job),
-        "status": str(job.status),
-        "state": job.slurm_state,
-        "slurm_id": job.slurm_job_id,
-        "partition": (latest.partition if latest else "") or str(job.spec.get("partition", "")),
-        "shape": _shape(job),
-        "time": _elapsed_of_limit(elapsed, limit, pending),
-        "reason": reason_in_words(job.reason) if pending else "",
-        "start": short_time(latest.est_start) if latest and pending else "",
-        "retries": str(job.retries) if job.retries else "",
-        "progress": progress_bar(job),
+        "id": shown(row_label(job)),
+        "status": shown(job.status),
+        "state": shown(job.slurm_state),
+        "slurm_id": shown(job.slurm_job_id),
+        "partition": shown(
+            (latest.partition if latest else "") or str(job.spec.get("partition", ""))
+        ),
+        "shape": shown(_shape(job)),
+        "time": shown(_elapsed_of_limit(elapsed, limit, pending)),
+        "reason": shown(reason_in_words(job.reason) if pending else ""),
+        "start": shown(short_time(latest.est_start) if latest and pending else ""),
+        "retries": shown(job.retries or ""),
+        "progress": shown(progress_bar(job)),
     }
 
 
@@ -190,14 +195,14 @@ class Cell:
 
     __slots__ = ("plain", "row", "style")
 
-    def __init__(self, plain: str, style: Style | str = "", row: str = "") -> None:
+    def __init__(self, plain: Shown, style: Style | str = "", row: str = "") -> None:
         self.plain = plain
         self.style = style
         self.row = row
         """The row's key (set on the Job column's cell: what the sort orders by)."""
 
     def __rich__(self) -> Text:
-        return Text(self.plain, style=self.style, no_wrap=True, end="")
+        return Text(shown(self.plain), style=self.style, no_wrap=True, end="")
 
     def __str__(self) -> str:
         return self.plain
@@ -306,7 +311,7 @@ class JobTable(DrawnCellsTable[Cell]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.jobs: dict[str, JobRecord] = {}
         """Jobs shown now, by id."""
-        self._shown: dict[str, dict[str, str]] = {}
+        self._shown: dict[str, dict[str, Shown]] = {}
         """Plain text of every shown cell by job id: what a tick is compared against (cheap)."""
         self._styles: dict[str, Style] = {}
         """Component styles looked up this tick (each lookup is a CSS query: not per job)."""
@@ -368,7 +373,7 @@ class JobTable(DrawnCellsTable[Cell]):
 
     def watch_subtitle(self, subtitle: str) -> None:
         """Show it on the border."""
-        self.border_subtitle = subtitle
+        self.border_subtitle = plain_line(subtitle)  # names the filter typed: not markup
 
     def watch_cursor_job(self, row_key: str | None) -> None:
         """Tell the parent which row is under the cursor now."""
@@ -394,7 +399,7 @@ class JobTable(DrawnCellsTable[Cell]):
         header = self.header_height if self.show_header else 0
         self.virtual_size = Size(width, self.row_count + header)
 
-    def _grow(self, plain: dict[str, str]) -> bool:
+    def _grow(self, plain: dict[str, Shown]) -> bool:
         """Widen the columns a row does not fit in; True if any grew."""
         grew = False
         widths = self._widths
@@ -429,7 +434,7 @@ class JobTable(DrawnCellsTable[Cell]):
         super().notify_style_update()
         self._styles.clear()
 
-    def _cell(self, job: JobRecord, key: str, value: str) -> Cell:
+    def _cell(self, job: JobRecord, key: str, value: Shown) -> Cell:
         if key == "id":
             style = self._style("pipeline") if isinstance(job, PipelineRow) else ""
             return Cell(value, style, row=job.id)
@@ -480,10 +485,10 @@ class JobTable(DrawnCellsTable[Cell]):
                     continue  # the very record shown (the monitor hands out unchanged ones)
                 # Compare plain strings; make cells only for the ones that changed.
                 plain = job_plain_cells(job)
-                shown = self._shown.get(job_id)
-                if plain != shown:
+                drawn = self._shown.get(job_id)
+                if plain != drawn:
                     grew = self._grow(plain) or grew
-                if shown is None:
+                if drawn is None:
                     cells = [self._cell(job, key, plain[key]) for key, _ in COLUMNS]
                     self.add_row(*cells, key=job_id)
                     stats.added += 1
@@ -493,7 +498,7 @@ class JobTable(DrawnCellsTable[Cell]):
                     if sort_value(old, self.sort_column) != sort_value(job, self.sort_column):
                         order_changed = True
                     for key, value in plain.items():
-                        if shown.get(key) != value:
+                        if drawn.get(key) != value:
                             self.update_cell(job_id, key, self._cell(job, key, value))
                             stats.updated_cells += 1
                 self.jobs[job_id] = job
@@ -551,7 +556,7 @@ class JobTable(DrawnCellsTable[Cell]):
             if column is None:
                 continue
             arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
-            column.label = Text(label + arrow)
+            column.label = plain_line(label + arrow)
             if cell_len(label + arrow) > self._widths[key]:  # the arrow is never cut off
                 self._widths[key] = cell_len(label + arrow)
                 grew = True

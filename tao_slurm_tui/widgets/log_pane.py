@@ -51,9 +51,9 @@ class LogPane(Vertical):
 
     def compose(self) -> ComposeResult:
         """A status line, the view and the hint."""
-        yield Label("", id="status")
+        yield Label("", id="status", markup=False)
         yield LogView(self._max_lines)
-        yield Label("", id="hint")
+        yield Label("", id="hint", markup=False)
 
     def on_mount(self) -> None:
         """Keep the status line and the hint in step with the view."""

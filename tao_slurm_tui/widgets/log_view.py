@@ -8,7 +8,6 @@ walks through them; attempt separators are drawn as rules.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 
 from rich.cells import cell_len
@@ -24,22 +23,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tao_slurm_tui.core.shown import log_line, shown
+
 DEFAULT_MAX_LINES = 20_000
 """Lines kept per pane; older ones are dropped."""
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def clean_line(line: str) -> str:
-    """Make a raw log line printable: the last carriage-return segment, no escapes, no tabs."""
-    if "\r" in line:
-        # Progress bars redraw with \r: the last segment is what a terminal would show.
-        parts = [p for p in line.split("\r") if p]
-        line = parts[-1] if parts else ""
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    return _CONTROL.sub("", line.expandtabs(8))
 
 
 class LogView(ScrollView, can_focus=True):
@@ -152,9 +139,10 @@ class LogView(ScrollView, can_focus=True):
             lines: Raw lines without newlines.
             separator: Text of an attempt separator to draw before them.
         """
-        batch = [(clean_line(line), False) for line in lines]
+        # A job's output is data: escape sequences dropped, control characters spelled out.
+        batch: list[tuple[str, bool]] = [(log_line(line), False) for line in lines]
         if separator is not None:
-            batch.insert(0, (separator, True))
+            batch.insert(0, (shown(separator), True))
         if not batch:
             return
         overflow = max(0, len(self._lines) + len(batch) - self.max_lines)
@@ -371,7 +359,7 @@ class LogView(ScrollView, can_focus=True):
             label = f"── {text} "
             rule = label + "─" * max(0, max(width, self._width) - cell_len(label))
             return Strip([Segment(rule, rich_style + style)], cell_len(rule))
-        line = Text(text, no_wrap=True, end="")
+        line = Text(shown(text), no_wrap=True, end="")  # (made by log_line/shown: as it is)
         line.stylize(rich_style)
         if self._term:
             needle = self._term.lower()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from rich.text import Text
 from textual.reactive import var
 from textual.widgets import Static
+
+from tao_slurm_tui.widgets.plain import plain_line
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 
@@ -42,5 +43,6 @@ class PollNotice(Static):
         terminal cuts the line short)."""
         self.set_class(bool(text), "-visible")
         if text:
-            self.update(Text(text))  # from the remote: plain text, never markup
-            self.tooltip = text
+            # From the remote: plain text, never markup (a tooltip string is markup too).
+            self.update(plain_line(text))
+            self.tooltip = plain_line(text)

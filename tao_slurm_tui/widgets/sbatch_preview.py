@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import TextArea
 
+from tao_slurm_tui.widgets.plain import plain_line
+
 
 class SbatchPreview(TextArea):
     """A read-only, syntax-highlighted view of the rendered batch script."""
@@ -44,7 +46,7 @@ class SbatchPreview(TextArea):
             alarm: Draw the border red (False while the user has not typed yet).
         """
         self.set_class(alarm, "-invalid")
-        self.border_subtitle = problem
+        self.border_subtitle = plain_line(problem)
         # Short lines: the preview is ~30 columns wide at 80x24 and does not wrap.
         self.load_text(
             f"# No sbatch script yet:\n# {problem}.\n# It appears once\n# the form is valid."

@@ -168,7 +168,7 @@ class SpecForm(VerticalScroll):
         """One row per field: label, widget; an error line under it."""
         for field in FIELDS:
             with Horizontal(classes="field-row"):
-                yield Label(field.label, classes="field-label")
+                yield Label(field.label, classes="field-label", markup=False)
                 if field.kind == "bool":
                     yield Switch(id=f"f-{field.key}")
                 elif field.kind in ("env", "json"):
@@ -183,7 +183,7 @@ class SpecForm(VerticalScroll):
                         suggester=suggester,
                         select_on_focus=False,
                     )
-            yield Label("", id=f"e-{field.key}", classes="field-error")
+            yield Label("", id=f"e-{field.key}", classes="field-error", markup=False)
         yield StepsEditor(id="steps")
 
     def load(self, spec: dict[str, Any]) -> None:

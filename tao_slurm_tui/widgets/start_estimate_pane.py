@@ -5,7 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.start_estimate import StartEstimate
+from tao_slurm_tui.widgets.plain import plain
 
 
 class StartEstimatePane(Static):
@@ -25,17 +27,18 @@ class StartEstimatePane(Static):
         """Show the estimate, then each hint on its own line."""
         self.remove_class("-failed")
         text = Text()
-        head = estimate.headline
+        # The headline may quote sbatch --test-only: the cluster's words, spelled out.
+        head = shown(estimate.headline)
         text.append("As is: ", style="bold")
         text.append(head, style="bold green" if head.startswith("now") else "bold")
         for hint in estimate.hints:
             text.append("\nSooner: ", style="bold yellow")
-            text.append(hint)
+            text.append(shown(hint))
         if estimate.block:
-            text.append("\n" + estimate.block, style="dim")
+            text.append("\n" + shown(estimate.block), style="dim")
         self.update(text)
 
     def show_unavailable(self, why: str) -> None:
         """No estimate (invalid form, cluster unreachable): one sentence."""
         self.add_class("-failed")
-        self.update(Text(why, style="dim"))
+        self.update(plain(why, style="dim"))

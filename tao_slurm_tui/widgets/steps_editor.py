@@ -56,7 +56,9 @@ class StepRow(Vertical):
         for line in (0, 1):
             with Horizontal(classes="step-line"):
                 number = f"{self.number}." if line == 0 and self.number else ""
-                yield Label(number, classes="step-number" if line == 0 else "step-indent")
+                yield Label(
+                    number, classes="step-number" if line == 0 else "step-indent", markup=False
+                )
                 for key, placeholder, _, on_line in STEP_INPUTS:
                     if on_line != line:
                         continue
@@ -142,10 +144,11 @@ class StepsEditor(Vertical):
             yield Label(
                 "Then, each once the one before completed (empty resources: the job's):",
                 classes="steps-title",
+                markup=False,
             )
             yield Button("+ Follow-up action", id="add-step", compact=True)
         yield Vertical(id="step-rows")
-        yield Label("", id="steps-error")
+        yield Label("", id="steps-error", markup=False)
 
     @property
     def rows(self) -> list[StepRow]:

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from tao_slurm_tui.core.accounting import Usage, format_memory
 from tao_slurm_tui.core.slurm_text import format_duration
+from tao_slurm_tui.widgets.plain import plain
 
 
 def usage_lines(usage: Usage) -> list[Text]:
@@ -13,11 +14,11 @@ def usage_lines(usage: Usage) -> list[Text]:
     elapsed = format_duration(usage.elapsed_s) or "-"
     limit = format_duration(usage.time_limit_s) or "no limit"
     share = f" ({usage.limit_fraction:.0%})" if usage.limit_fraction is not None else ""
-    first = Text(f"Elapsed {elapsed} of {limit}{share}")
+    first = plain(f"Elapsed {elapsed} of {limit}{share}")
     if usage.queue_wait_s is not None:
         first.append(f" · waited {format_duration(usage.queue_wait_s)} in the queue")
     eff = usage.cpu_efficiency
-    second = Text(
+    second = plain(
         f"CPU efficiency {eff:.0%} of {usage.alloc_cpus} CPUs"
         if eff is not None
         else f"CPU efficiency unknown ({usage.alloc_cpus} CPUs)"
@@ -27,7 +28,7 @@ def usage_lines(usage: Usage) -> list[Text]:
     lines = [first, second]
     if usage.gpus:
         gpus = f"{usage.gpus} GPU" + ("" if usage.gpus == 1 else "s")
-        lines.append(Text(f"{usage.gpu_hours:.2f} GPU-hours ({gpus} x elapsed)"))
+        lines.append(plain(f"{usage.gpu_hours:.2f} GPU-hours ({gpus} x elapsed)"))
     if usage.hint:
-        lines.append(Text(f"Hint: {usage.hint}", style="bold yellow", overflow="fold"))
+        lines.append(plain(f"Hint: {usage.hint}", style="bold yellow", overflow="fold"))
     return lines

@@ -35,7 +35,7 @@ from tao_slurm_tui.remote.connection import (
 )
 from tao_slurm_tui.remote.hostkeys import fetch_host_key, trust_host_key
 from tests import sandbox
-from tests.ready import ssh_agent_answers, ssh_banner, wait_until
+from tests.ready import ssh_banner, wait_until
 
 pytestmark = pytest.mark.usefixtures("cluster")
 
@@ -332,30 +332,6 @@ async def test_ssh_config_alias_port_user_identityfile(
         result = await connection.run("whoami")
     assert result.stdout == f"{sandbox.USER}\n"
     assert result.host == "tao-sandbox-alias"
-
-
-@pytest.fixture
-def ssh_agent(tmp_path: Path) -> Iterator[str]:
-    """An ssh-agent holding the sandbox key; yields its socket path."""
-    if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
-        pytest.skip("ssh-agent/ssh-add not installed")
-    sock = str(tmp_path / "agent.sock")
-    agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL)
-    try:
-        # Not "the socket file exists": the agent creates it before it listens on it.
-        wait_until(
-            lambda: ssh_agent_answers(sock),
-            f"ssh-agent on {sock}",
-            alive=lambda: agent.poll() is None,
-        )
-        env = {**os.environ, "SSH_AUTH_SOCK": sock}
-        subprocess.run(
-            ["ssh-add", "-q", str(sandbox.SSH_KEY)], env=env, check=True, capture_output=True
-        )
-        yield sock
-    finally:
-        agent.terminate()
-        agent.wait(timeout=5)
 
 
 async def test_ssh_agent_when_no_key_path(

@@ -7,13 +7,14 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
+from tao_slurm_tui.core.shown import log_line
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster.seed import LOG_LINES
 from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.services.logs import log_path
 from tao_slurm_tui.widgets.log_pane import LogPane
-from tao_slurm_tui.widgets.log_view import LogView, clean_line
+from tao_slurm_tui.widgets.log_view import LogView
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import wait_for
 
@@ -54,10 +55,10 @@ def _followed_to_the_end(view: LogView) -> bool:
     return view.max_scroll_y > 0 and view.scroll_y == view.max_scroll_y
 
 
-def test_clean_line_strips_escapes_and_carriage_returns() -> None:
-    assert clean_line("\x1b[32mgreen\x1b[0m") == "green"
-    assert clean_line("10%\r50%\r100% done") == "100% done"
-    assert clean_line("a\tb") == "a       b"
+def test_log_line_strips_escapes_and_carriage_returns() -> None:
+    assert log_line("\x1b[32mgreen\x1b[0m") == "green"
+    assert log_line("10%\r50%\r100% done") == "100% done"
+    assert log_line("a\tb") == "a       b"
 
 
 async def test_both_attempts_with_a_separator(fake: ClusterBackend) -> None:

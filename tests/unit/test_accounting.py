@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tao_slurm_tui.core.accounting import (
+    KEYS,
     HistoryEntry,
     HistoryQuery,
     Usage,
@@ -24,7 +25,9 @@ from tao_slurm_tui.core.accounting import (
     window_words,
 )
 from tao_slurm_tui.core.history_query import (
+    delimiter,
     history_command,
+    joiner,
     parse_history_output,
     parse_since,
     parse_states,
@@ -33,11 +36,38 @@ from tao_slurm_tui.core.history_query import (
 from tao_slurm_tui.core.job_output import default_output_path, job_output_command, parse_job_output
 
 RECORDED = Path(__file__).parent / "recorded"
+NONCE = "c0ffee00d15ea5e5"
 ODD = (RECORDED / "sacct_history_odd.txt").read_text()
 
 
+RECORDED_ORDER = (
+    "job_id", "raw_id", "state", "exit_code", "partition", "nodes", "elapsed_raw",
+    "time_limit_raw", "submit_time", "start_time", "end_time", "alloc_cpus", "alloc_tres",
+    "total_cpu", "max_rss", "reason", "user", "work_dir", "name",
+)  # fmt: skip
+"""The column order the recorded files were taken in (tab-separated, the name last)."""
+
+
+def as_sacct(text: str, sep: str = "") -> str:
+    """Recorded rows as sacct prints them for our format today: our columns' order, our
+    command's delimiter (a name's tab stays in the name). Other lines stay as they are."""
+    sep = sep or delimiter(NONCE)
+    out = []
+    for line in text.split("\n"):
+        parts = line.split("\t", len(RECORDED_ORDER) - 1)
+        if len(parts) == len(RECORDED_ORDER):
+            row = dict(zip(RECORDED_ORDER, parts, strict=True))
+            line = sep.join(row[key] for key in KEYS)
+        out.append(line)
+    return "\n".join(out)
+
+
+def parse_recorded(text: str) -> tuple[list[HistoryEntry], list[str]]:
+    return parse_entries(as_sacct(text), delimiter(NONCE), joiner(NONCE))
+
+
 def _by_id(text: str = ODD) -> dict[str, HistoryEntry]:
-    entries, _ = parse_entries(text)
+    entries, _ = parse_recorded(text)
     return {e.job_id: e for e in entries}
 
 
@@ -157,7 +187,7 @@ def test_running_job_keeps_a_tab_in_its_name_and_has_no_limit() -> None:
 
 
 def test_garbage_and_error_lines_are_messages_not_rows() -> None:
-    entries, messages = parse_entries(ODD)
+    entries, messages = parse_recorded(ODD)
     assert len(entries) == 10
     assert any(m.startswith("sacct: error: slurmdbd") for m in messages)
     assert "garbage\tline" in messages
@@ -176,7 +206,7 @@ def test_time_limit_hint_only_for_short_completed_jobs() -> None:
 
 
 def test_summary_line() -> None:
-    entries, _ = parse_entries(ODD)
+    entries, _ = parse_recorded(ODD)
     summary = summarize(entries, window_words("now-7days"))
     assert summary.jobs == 10
     assert summary.failed == 3  # FAILED, CANCELLED by 0, NODE_FAIL
@@ -238,7 +268,7 @@ def _fake_sacct(tmp_path: Path, output: str, rc: int = 0) -> dict[str, str]:
     """A ``sacct`` on PATH that prints ``output`` and records its argv."""
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
-    (tmp_path / "out.txt").write_text(output)
+    (tmp_path / "out.txt").write_text(as_sacct(output))
     script = bindir / "sacct"
     script.write_text(
         f'#!/bin/sh\nprintf "%s\\n" "$*" >> {tmp_path}/argv.txt\n'
@@ -271,7 +301,7 @@ def _many_jobs(n: int, start: int = 1000) -> str:
 
 def test_history_command_pages_newest_first_with_steps(tmp_path: Path) -> None:
     env = _fake_sacct(tmp_path, _many_jobs(1000))
-    page = parse_history_output(_run(history_command(HistoryQuery(limit=200)), env))
+    page = parse_history_output(_run(history_command(HistoryQuery(limit=200), NONCE), env), NONCE)
     assert page.error == ""
     assert page.total == 1000 and page.more
     assert [e.raw_id for e in page.entries[:3]] == ["1999", "1998", "1997"]
@@ -281,7 +311,9 @@ def test_history_command_pages_newest_first_with_steps(tmp_path: Path) -> None:
     cursor = page.next_before
     pages = 1
     while cursor is not None:
-        page = parse_history_output(_run(history_command(HistoryQuery(before=cursor)), env))
+        page = parse_history_output(
+            _run(history_command(HistoryQuery(before=cursor), NONCE), env), NONCE
+        )
         seen += [e.raw_id for e in page.entries]
         cursor = page.next_before
         pages += 1
@@ -295,12 +327,12 @@ def test_history_command_pages_newest_first_with_steps(tmp_path: Path) -> None:
 def test_history_command_filters_state_and_name_on_the_cluster(tmp_path: Path) -> None:
     env = _fake_sacct(tmp_path, _many_jobs(100) + ODD)
     query = HistoryQuery(states=("FAILED", "CANCELLED"), name="JOB-1", limit=50)
-    page = parse_history_output(_run(history_command(query), env))
+    page = parse_history_output(_run(history_command(query, NONCE), env), NONCE)
     # FAILED jobs are i % 10 == 0; names containing "job-1": job-10, job-100.. only job-10 here.
     assert [e.name for e in page.entries] == ["job-10"]
     assert page.total == 1 and not page.more
     cancelled = parse_history_output(
-        _run(history_command(HistoryQuery(states=("CANCELLED",))), env)
+        _run(history_command(HistoryQuery(states=("CANCELLED",)), NONCE), env), NONCE
     )
     assert [e.job_id for e in cancelled.entries] == ["103"]
     assert cancelled.entries[0].raw_state == "CANCELLED by 0"
@@ -310,34 +342,38 @@ def test_history_command_filters_state_and_name_on_the_cluster(tmp_path: Path) -
 
 def test_history_command_reports_a_failing_sacct(tmp_path: Path) -> None:
     env = _fake_sacct(tmp_path, "sacct: error: Problem talking to the database: refused", rc=1)
-    page = parse_history_output(_run(history_command(HistoryQuery()), env))
+    page = parse_history_output(_run(history_command(HistoryQuery(), NONCE), env), NONCE)
     assert page.complete
     assert page.error == "sacct failed: sacct: error: Problem talking to the database: refused"
     assert page.entries == []
 
 
 def test_cut_short_output_is_an_error() -> None:
-    assert parse_history_output("101\t101\tCOMPLETED").error == "the sacct output was cut short"
+    assert (
+        parse_history_output("101\t101\tCOMPLETED", NONCE).error == "the sacct output was cut short"
+    )
 
 
 def test_history_command_rejects_bad_queries() -> None:
     with pytest.raises(ValueError, match="page size"):
-        history_command(HistoryQuery(limit=0))
+        history_command(HistoryQuery(limit=0), NONCE)
     with pytest.raises(ValueError, match="backslash"):
-        history_command(HistoryQuery(name="a\\tb"))
+        history_command(HistoryQuery(name="a\\tb"), NONCE)
     with pytest.raises(ValueError, match="not a SLURM job state"):
-        history_command(HistoryQuery(states=("NOPE",)))
+        history_command(HistoryQuery(states=("NOPE",)), NONCE)
 
 
 def test_usage_command_one_call_for_many_ids(tmp_path: Path) -> None:
     env = _fake_sacct(tmp_path, ODD)
-    page = parse_history_output(_run(usage_command(["101", "102", "101"]), env), paged=False)
+    page = parse_history_output(
+        _run(usage_command(["101", "102", "101"], NONCE), env), NONCE, paged=False
+    )
     assert page.complete and page.error == ""
     assert "-j 101,102" in (tmp_path / "argv.txt").read_text()
     with pytest.raises(ValueError, match="not a SLURM job id"):
-        usage_command(["1; rm -rf ~"])
+        usage_command(["1; rm -rf ~"], NONCE)
     with pytest.raises(ValueError, match="no job ids"):
-        usage_command([])
+        usage_command([], NONCE)
 
 
 def test_json_keys() -> None:
@@ -353,9 +389,11 @@ def test_json_keys() -> None:
 def test_first_page_totals_the_whole_window_like_summarize(tmp_path: Path) -> None:
     text = _many_jobs(50) + ODD
     env = _fake_sacct(tmp_path, text)
-    page = parse_history_output(_run(history_command(HistoryQuery(limit=5, name="job")), env))
+    page = parse_history_output(
+        _run(history_command(HistoryQuery(limit=5, name="job"), NONCE), env), NONCE
+    )
     assert page.summary is not None
-    entries, _ = parse_entries(text)
+    entries, _ = parse_recorded(text)
     expected = summarize(entries)
     # Every job of the window, not the 5 of the page nor only the name filter's matches.
     assert page.summary.jobs == expected.jobs == 60
@@ -365,7 +403,7 @@ def test_first_page_totals_the_whole_window_like_summarize(tmp_path: Path) -> No
     assert page.summary.cpu_hours == pytest.approx(expected.cpu_hours, abs=1 / 3600)
     assert page.summary.lost_fraction == pytest.approx(expected.lost_fraction, abs=1e-3)
     later = parse_history_output(
-        _run(history_command(HistoryQuery(limit=5, before=page.next_before)), env)
+        _run(history_command(HistoryQuery(limit=5, before=page.next_before), NONCE), env), NONCE
     )
     assert later.summary is None
 
@@ -373,7 +411,7 @@ def test_first_page_totals_the_whole_window_like_summarize(tmp_path: Path) -> No
 def test_job_output_command_falls_back_to_the_default_file(tmp_path: Path) -> None:
     """Run locally: no scontrol knows the id, so sbatch's default file in WorkDir is read."""
     (tmp_path / "slurm-101.out").write_text("first\n" + "x" * 10 + "\nlast line\n")
-    entries, _ = parse_entries(ODD)
+    entries, _ = parse_recorded(ODD)
     entry = replace(next(e for e in entries if e.job_id == "101"), work_dir=str(tmp_path))
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -402,7 +440,7 @@ def test_job_output_from_scontrol_with_separate_err(tmp_path: Path) -> None:
         f"#!/bin/sh\necho 'JobId=101 JobName=burn StdErr={err} StdIn=/dev/null StdOut={out}'\n"
     )
     (bindir / "scontrol").chmod(0o755)
-    entries, _ = parse_entries(ODD)
+    entries, _ = parse_recorded(ODD)
     entry = next(e for e in entries if e.job_id == "101")
     env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
     output = parse_job_output(_run(job_output_command(entry), env))
@@ -421,7 +459,7 @@ def test_unreadable_output_is_reported_not_read(tmp_path: Path) -> None:
     bindir.mkdir()
     (bindir / "scontrol").write_text("#!/bin/sh\nexit 1\n")
     (bindir / "scontrol").chmod(0o755)
-    entries, _ = parse_entries(ODD)
+    entries, _ = parse_recorded(ODD)
     entry = replace(next(e for e in entries if e.job_id == "101"), work_dir=str(tmp_path / "gone"))
     env = {"PATH": f"{bindir}:{os.environ['PATH']}"}
     output = parse_job_output(_run(job_output_command(entry), env))
@@ -432,7 +470,7 @@ def test_recorded_sandbox_lines() -> None:
     """Lines recorded on the sandbox (SLURM 22.05.8, jobacct_gather/linux): no extern step,
     MaxRSS empty for jobs shorter than the 30 s gather interval, the allocation's TotalCPU the
     sum of its steps."""
-    entries, messages = parse_entries((RECORDED / "sacct_history_sandbox.txt").read_text())
+    entries, messages = parse_recorded((RECORDED / "sacct_history_sandbox.txt").read_text())
     assert messages == []
     ok, cancelled = entries
     assert ok.usage.total_cpu_s == pytest.approx(0.151)

@@ -174,9 +174,10 @@ def profile_with(**fields: object) -> str:
 R = "render {spec}"
 S = "submit {spec}"
 D = "submit --dry-run {spec}"
-#: squeue -O output for job 4242 running (the columns of core.slurm.SQUEUE_FIELDS, tab-separated).
+#: squeue -O output for job 4242 running (the columns of core.slurm_poll.SQUEUE_FIELDS,
+#: tab-separated; the restart count last).
 SQUEUE_RUNNING = "printf '%s\\t' 4242 RUNNING None n1 0:10 1:00:00 polar 2026-01-01T00:00:00 " + (
-    "2026-01-01T00:00:01 2026-01-01T01:00:01 0; echo job-a"
+    "2026-01-01T00:00:01 2026-01-01T01:00:01; echo 0"
 )
 
 ROWS: list[Row] = [

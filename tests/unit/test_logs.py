@@ -36,7 +36,7 @@ class FakeConn:
         path = next((p for p in self.files if p in command), None)
         if path is None:
             return CommandResult(command, 66, "", "", "h")
-        n = int(command.split("tail -n ")[1].split()[0])
+        n = int(command.split("tail -n ")[1].split()[0].rstrip(";"))
         lines = self.files[path].decode().splitlines(keepends=True)[-n:]
         return CommandResult(command, 0, "".join(lines), "", "h")
 

@@ -13,6 +13,7 @@ from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.slurm_poll import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
+from tao_slurm_tui.core.tick_reads import disguised
 from tao_slurm_tui.remote.connection import CommandResult
 from tao_slurm_tui.services.accounting_followup import UNSETTLED_SECONDS, UNSETTLED_TICKS
 from tao_slurm_tui.services.monitor import Monitor
@@ -93,11 +94,15 @@ class FakeCluster:
             for i in want:
                 out += self.sacct[i]
             out.append(f"{MARK}end")
-        if "@@tao-mon:" in cmd:
+        framing = re.search(r"M=(@@tao-mon:([0-9a-f]+):)", cmd)
+        if framing is not None:
+            # The files part as the login host prints it: the command's own markers and the
+            # disguised names tail -v gives as headers (core/tick_reads.py).
+            mark, nonce = framing.groups()
             for path, text in self.files.items():
-                if path in cmd:
-                    out += ["@@tao-mon:status ", f"==> {path} <==", text]
-            out.append("@@tao-mon:end")
+                if disguised(path, nonce) in cmd:
+                    out += [f"{mark}status ", f"==> {disguised(path, nonce)} <==", text]
+            out.append(f"{mark}end")
         return CommandResult(cmd, 0, "\n".join(out) + "\n", "", "h")
 
 
@@ -325,8 +330,9 @@ class ProbeCluster:
                 self.asked.append("sacct")
                 out += [f"{MARK}sacct rc=0 ids=7", *self.sacct]
             out.append(f"{MARK}end")
-        else:
-            out.append("@@tao-mon:end")
+        else:  # the second round trip: nothing to read, ended by its own marker
+            framing = re.search(r"M=(@@tao-mon:[0-9a-f]+:)", cmd)
+            out.append(f"{framing.group(1) if framing else '@@tao-mon:'}end")
         return CommandResult(cmd, 0, "\n".join(out) + "\n", "", "h")
 
 

@@ -285,8 +285,9 @@ class PipelineCluster(FakeCluster):
         cmd = command if isinstance(command, str) else " ".join(command)
         if "scontrol update" in cmd:
             self.calls.append(cmd)
-            lines = [f"@@tao-mon:{self.names[i]} 0" for i in re.findall(r"JobId=(\d+)", cmd)]
-            return CommandResult(cmd, 0, "\n".join([*lines, "@@tao-mon:end"]) + "\n", "", "h")
+            mark = re.search(r"M=(@@tao-mon:[0-9a-f]+:)", cmd).group(1)  # type: ignore[union-attr]
+            lines = [f"{mark}{self.names[i]} 0" for i in re.findall(r"JobId=(\d+)", cmd)]
+            return CommandResult(cmd, 0, "\n".join([*lines, f"{mark}end"]) + "\n", "", "h")
         return await super().run(command, framed=framed, **kw)
 
 

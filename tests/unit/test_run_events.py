@@ -7,6 +7,7 @@ are the ones a job writes: a start, an end on a normal exit, on a self-requeue a
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -20,9 +21,11 @@ from tao_slurm_tui.core.run_events import (
     EventsAnswer,
     RunEvent,
     events_parts,
+    marker,
     parse_event_line,
     parse_events,
     slurm_time_to_unix,
+    split_events,
 )
 from tao_slurm_tui.core.slurm_text import federated
 from tests.unit.test_render import FULL_TIMEOUT, make_spec, run_script
@@ -76,10 +79,19 @@ def test_event_lines(line: str, event: RunEvent | None) -> None:
     assert parse_event_line(line) == event
 
 
+NONCE = "0123456789abcdef"
+
+
 def run_sh(parts: list[str]) -> str:
     return subprocess.run(
         ["sh", "-c", "; ".join(parts)], capture_output=True, text=True, check=True
     ).stdout
+
+
+def answer_of(paths: dict[str, str], known: str, ask: bool) -> EventsAnswer:
+    """The events part run through ``sh`` on the real files, and parsed."""
+    parts = events_parts(list(paths.values()), known, ask, NONCE)
+    return parse_events(run_sh(parts), paths, NONCE)
 
 
 def test_the_files_are_printed_only_when_their_sizes_change(tmp_path: Path) -> None:
@@ -88,34 +100,63 @@ def test_the_files_are_printed_only_when_their_sizes_change(tmp_path: Path) -> N
     b.parent.mkdir()  # b has not started: no file yet
     paths = {"a": str(a), "b": str(b)}
     a.write_text("start 0 100.0 n1\n")
-    first = parse_events(run_sh(events_parts(list(paths.values()), "", False)), paths)
+    first = answer_of(paths, "", False)
     assert first.complete and first.asked and first.printed and first.cluster_now
     assert first.sizes == "17,"
     assert first.last == {"a": RunEvent("start", 0, 100.0, "n1")}
-    same = parse_events(run_sh(events_parts(list(paths.values()), "17,", False)), paths)
+    same = answer_of(paths, "17,", False)
     assert same.complete and not same.asked and not same.printed and same.last == {}
     assert same.cluster_now is None
-    due = parse_events(run_sh(events_parts(list(paths.values()), "17,", True)), paths)
+    due = answer_of(paths, "17,", True)
     assert due.asked and not due.printed  # the pace asks; nothing to print
     b.write_text("start 0 101.0 n2\n")
-    later = parse_events(run_sh(events_parts(list(paths.values()), "17,", False)), paths)
+    later = answer_of(paths, "17,", False)
     assert later.asked and later.sizes == "17,17,"
     assert later.last["b"] == RunEvent("start", 0, 101.0, "n2")
 
 
 def test_no_files_and_a_cut_answer() -> None:
-    empty = parse_events(run_sh(events_parts([], "", False)), {})
+    empty = answer_of({}, "", False)
     assert empty.complete and empty.sizes == "" and not empty.asked
-    assert not parse_events("@@tao-ev:sizes 1,\n@@tao-ev:ask 0\n", {}).complete
+    cut = f"{marker(NONCE)}sizes 1,\n{marker(NONCE)}ask 0\n"
+    assert not parse_events(cut, {}, NONCE).complete
+    assert split_events(cut, NONCE) == ("", "")
     with pytest.raises(ValueError):
-        events_parts([], "1'; rm -rf /", False)
+        events_parts([], "1'; rm -rf /", False, NONCE)
+
+
+def test_what_a_job_writes_cannot_steer_the_parse(tmp_path: Path) -> None:
+    """A job owns its log directory: its events file may hold another job's header, the
+    part's markers, queue rows; it may be a FIFO. None of it leaves the file's own entry."""
+    a, b, fifo = (tmp_path / d / "events" for d in ("a", "b", "c"))
+    for path in (a, b, fifo):
+        path.parent.mkdir()
+    b.write_text("start 0 100.0 n1\n")
+    a.write_text(
+        f"==> {b} <==\nend 0 200.0 rc=0\n"  # another job's header
+        "@@tao-ev:done\n@@tao-ev:ask 1\n@@tao-poll:squeue rc=0\n41\tRUNNING\n"
+        "start 0 150.0 n2\n"
+    )
+    os.mkfifo(fifo)
+    paths = {"a": str(a), "b": str(b), "c": str(fifo)}
+    parts = events_parts(list(paths.values()), "", False, NONCE)
+    started = time.monotonic()
+    text = run_sh([*parts, "echo QUEUE"])
+    assert time.monotonic() - started < 5  # the FIFO is stat'ed, never opened
+    part, rest = split_events(text, NONCE)
+    assert rest == "QUEUE\n"  # what follows the part is the queue's, and only that
+    answer = parse_events(part, paths, NONCE)
+    assert answer.complete and answer.last["b"] == RunEvent("start", 0, 100.0, "n1")
+    assert answer.last["a"] == RunEvent("start", 0, 150.0, "n2")
+    assert "c" not in answer.last
 
 
 def test_slurm_times_and_utc_offsets() -> None:
     utc = slurm_time_to_unix("2026-12-01T18:00:00", 0)
     assert utc == slurm_time_to_unix("2026-12-01T19:30:00", 5400)
     assert slurm_time_to_unix("N/A", 0) is None
-    answer = parse_events("@@tao-ev:ask 1\n@@tao-ev:now 1796144287 -0130\n", {})
+    text = f"{marker(NONCE)}ask 1\n{marker(NONCE)}now 1796144287 -0130\n"
+    answer = parse_events(text, {}, NONCE)
     assert answer == EventsAnswer(asked=True, cluster_now=1796144287.0, utc_offset=-5400)
 
 

@@ -254,9 +254,13 @@ def test_federated_id_and_step_and_messages() -> None:
     assert messages == ["sacct: error: Problem talking to the database: Connection refused"]
 
 
-def test_separator_inside_the_last_field_is_kept() -> None:
-    rows, _ = parse_rows("1\tRUNNING\tweird\tname", ("job_id", "state", "name"))
+def test_separator_inside_a_free_last_field_is_kept_else_the_line_is_no_row() -> None:
+    # A recorded format whose last column is a name may let it hold the separator.
+    rows, _ = parse_rows("1\tRUNNING\tweird\tname", ("job_id", "state", "name"), free_last=True)
     assert rows[0].get("name") == "weird\tname"
+    # Our formats have no free text: a line with another number of fields is not a row.
+    rows, messages = parse_rows("1\tRUNNING\tweird\tname", ("job_id", "state", "name"))
+    assert rows == [] and messages == ["1\tRUNNING\tweird\tname"]
 
 
 # ----------------------------------------------------------------------------------- poll output
@@ -265,17 +269,17 @@ def test_separator_inside_the_last_field_is_kept() -> None:
 RECORDED_POLL = (
     "@@tao-poll:squeue rc=0\n"
     "1\tCOMPLETED\tNone\tvm\t0:20\t1:00:00\tpolar\t2026-11-29T21:50:13\t2026-11-29T21:50:13\t"
-    "2026-11-29T21:50:33\t0\tpc-26167-a\n"
+    "2026-11-29T21:50:33\t0\n"
     "2\tFAILED\tNonZeroExitCode\tvm\t0:00\t1:00:00\tpolar\t2026-11-29T21:50:13\t"
-    "2026-11-29T21:50:13\t2026-11-29T21:50:13\t0\tpc-26167-b\n"
+    "2026-11-29T21:50:13\t2026-11-29T21:50:13\t0\n"
     "4\tPENDING\tBeginTime\t\t0:00\t1:00:00\tpolar\t2026-11-29T21:50:30\t2026-11-29T21:51:01\t"
-    "2026-11-29T22:51:01\t1\trq-30646\n"
-    "3\tPENDING\tJobHeldUser\t\t0:00\t1:00:00\tpolar\t2026-11-29T21:50:13\tN/A\tN/A\t0\tpc-26167-c\n"
+    "2026-11-29T22:51:01\t1\n"
+    "3\tPENDING\tJobHeldUser\t\t0:00\t1:00:00\tpolar\t2026-11-29T21:50:13\tN/A\tN/A\t0\n"
     "@@tao-poll:sacct rc=0 ids=1,2,99999,88888\n"
     "1\tCOMPLETED\t0:0\tNone\tvm\t00:00:20\t01:00:00\tpolar\t2026-11-29T21:50:13\t"
-    "2026-11-29T21:50:13\t2026-11-29T21:50:33\tpc-26167-a\n"
+    "2026-11-29T21:50:13\t2026-11-29T21:50:33\n"
     "2\tFAILED\t1:0\tNone\tvm\t00:00:00\t01:00:00\tpolar\t2026-11-29T21:50:13\t"
-    "2026-11-29T21:50:13\t2026-11-29T21:50:13\tpc-26167-b\n"
+    "2026-11-29T21:50:13\t2026-11-29T21:50:13\n"
     "@@tao-poll:end\n"
 )
 
@@ -303,7 +307,7 @@ def test_unknown_ids_make_squeue_fail_but_the_tick_succeeds() -> None:
         "@@tao-poll:squeue rc=1\n"
         "slurm_load_jobs error: Invalid job id specified\n"
         "@@tao-poll:sacct rc=0 ids=7\n"
-        "7\tCOMPLETED\t0:0\tNone\tvm\t00:00:06\t01:00:00\tpolar\ta\tb\tc\thello\n"
+        "7\tCOMPLETED\t0:0\tNone\tvm\t00:00:06\t01:00:00\tpolar\ta\tb\tc\n"
         "@@tao-poll:end\n"
     )
     assert out.squeue_unknown_ids
@@ -317,7 +321,7 @@ def test_controller_down_falls_back_to_sacct() -> None:
         "@@tao-poll:squeue rc=1\n"
         "squeue: error: Unable to contact slurm controller (connect failure)\n"
         "@@tao-poll:sacct rc=0 ids=7\n"
-        "7\tRUNNING\t0:0\tNone\tvm\t00:01:00\t01:00:00\tpolar\ta\tb\tUnknown\thello\n"
+        "7\tRUNNING\t0:0\tNone\tvm\t00:01:00\t01:00:00\tpolar\ta\tb\tUnknown\n"
         "@@tao-poll:end\n"
     )
     assert not out.squeue_unknown_ids
@@ -405,8 +409,8 @@ def test_poll_command_asks_sacct_only_for_ids_squeue_does_not_report_live(tmp_pa
     out = _run_fake(
         tmp_path,
         poll_command(["1", "2", "3"], ["9"]),
-        "1\tRUNNING\tNone\tvm\t0:04\t1:00:00\tpolar\ta\tb\tc\t0\tx\n"
-        "2\tCOMPLETED\tNone\tvm\t0:06\t1:00:00\tpolar\ta\tb\tc\t0\ty\n",
+        "1\tRUNNING\tNone\tvm\t0:04\t1:00:00\tpolar\ta\tb\tc\t0\n"
+        "2\tCOMPLETED\tNone\tvm\t0:06\t1:00:00\tpolar\ta\tb\tc\t0\n",
     )
     assert _log(tmp_path, "env") == []  # the user's SQUEUE_*/SACCT_* were unset
     assert len(_log(tmp_path, "squeue")) == 1

@@ -20,6 +20,8 @@ from tao_slurm_tui.core.tick_reads import (
     requeue_why,
 )
 
+NONCE = "5eed5eed0123abcd"
+
 
 def run(command: str) -> str:
     return subprocess.run(
@@ -41,7 +43,7 @@ def test_a_finished_job_s_files_come_back_by_job(tmp_path: Path) -> None:
     reads.logs["failed"] = (str(out), str(tmp_path / "no-such-main.err"))
     reads.requeue["requeued"] = str(reason)
 
-    answers = parse_finished_reads(run(finished_reads_command(reads)), reads)
+    answers = parse_finished_reads(run(finished_reads_command(reads, NONCE)), reads, NONCE)
 
     assert json.loads(answers.status["done"])["status"] == "SUCCESS"
     assert answers.out["failed"] is not None and len(answers.out["failed"]) >= 500
@@ -52,10 +54,10 @@ def test_a_finished_job_s_files_come_back_by_job(tmp_path: Path) -> None:
 
 def test_an_answer_without_the_end_marker_is_refused() -> None:
     reads = FinishedReads(status={"j": "/nowhere/status.json"}, order=["j"])
-    text = run(finished_reads_command(reads))
-    assert parse_finished_reads(text, reads).status == {"j": ""}
+    text = run(finished_reads_command(reads, NONCE))
+    assert parse_finished_reads(text, reads, NONCE).status == {"j": ""}
     with pytest.raises(ValueError, match="end marker"):
-        parse_finished_reads(text[: text.rindex("@@tao-mon:end")], reads)
+        parse_finished_reads(text[: text.rindex(f"@@tao-mon:{NONCE}:end")], reads, NONCE)
 
 
 def test_a_requeue_line_of_another_shape_is_kept_whole() -> None:

@@ -31,10 +31,10 @@ from pydantic import (
 from tao_slurm_tui.core import images, storage
 from tao_slurm_tui.core.profile import NAME_RE
 
-_PARTITION_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-_ACCOUNT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_MOUNT_FLAGS_RE = re.compile(r"^[a-z+]+$")
+_PARTITION_RE = re.compile(r"^[A-Za-z0-9._-]+\Z")
+_ACCOUNT_RE = re.compile(r"^[A-Za-z0-9._-]+\Z")
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_MOUNT_FLAGS_RE = re.compile(r"^[a-z+]+\Z")
 
 MIN_HOURS = 1 / 60
 """Shortest wall time or timeout: one minute (SLURM's ``--time`` unit; ``0`` means no limit)."""
@@ -57,7 +57,7 @@ RESERVED_ENV = frozenset(
 )
 """Variables the sbatch script sets itself; a spec may not override them."""
 
-GPU_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+GPU_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}\Z")
 """A GPU type as SLURM's GRES names it (``a100``, ``h100``, ``rtx_6000``)."""
 
 STEP_FIELDS = (
@@ -261,7 +261,7 @@ class JobSpec(_Resources):
             images.parse_image(value)
         except images.ImageError as exc:
             raise ValueError(f"is invalid: {exc}") from None
-        return value.strip()
+        return value.strip(" ")
 
     @field_validator("command")
     @classmethod
@@ -294,21 +294,21 @@ class JobSpec(_Resources):
     @field_validator("partition")
     @classmethod
     def _check_partition(cls, value: str) -> str:
-        value = value.strip()
+        value = value.strip(" ")  # spaces only: a trailing newline is refused, not dropped
         if value:
             for part in value.split(","):
-                if not _PARTITION_RE.match(part.strip()):
+                if not _PARTITION_RE.match(part.strip(" ")):
                     raise ValueError(
                         "must be a partition name or a comma list of names "
                         f"(letters, digits, '.', '_', '-'; got {value!r})"
                     )
-            value = ",".join(p.strip() for p in value.split(","))
+            value = ",".join(p.strip(" ") for p in value.split(","))
         return value
 
     @field_validator("account")
     @classmethod
     def _check_account(cls, value: str) -> str:
-        value = value.strip()
+        value = value.strip(" ")
         if value and not _ACCOUNT_RE.match(value):
             raise ValueError(
                 f"must be an account name (letters, digits, '.', '_', '-'; got {value!r})"

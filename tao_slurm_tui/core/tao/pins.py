@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tao_slurm_tui.errors import BadInput
 
-VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+){1,3}$")
+VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+){1,3}\Z")
 """A TAO version as the pins spell it: ``7.3.0``."""
 
 

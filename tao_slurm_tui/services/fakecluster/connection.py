@@ -44,7 +44,7 @@ from tao_slurm_tui.services.fakecluster import engine
 from tao_slurm_tui.services.fakecluster.world import World
 
 _WRAPPED = re.compile(r'eval "\$\(echo ([A-Za-z0-9+/=]+) \| base64 -d\)"')
-_MOUNT = re.compile(r"(?<![\w.~/$-])(" + "|".join(engine.MOUNTS) + r")(?=/|$|[\s'\"`;|&()<>:,=])")
+_MOUNT = re.compile(r"(?<![\w.~/$-])(" + "|".join(engine.MOUNTS) + r")(?=/|\Z|[\s'\"`;|&()<>:,=])")
 _DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
 
