@@ -40,7 +40,7 @@ MARK = "@@tao-ev:"
 EVENTS_TAIL = 1024
 """Bytes read of a changed events file (its last few runs)."""
 
-_SIZES_RE = re.compile(r"^[0-9,]*$")
+_SIZES_RE = re.compile(r"[0-9,]*")
 
 
 def marker(nonce: str) -> str:
@@ -97,7 +97,7 @@ def events_parts(paths: Sequence[str], known: str, ask: bool, nonce: str) -> lis
         ask: squeue runs whatever the sizes say (the pace says it is due).
         nonce: the command's nonce (hex), never written where a job could read it first.
     """
-    if not _SIZES_RE.match(known):
+    if not _SIZES_RE.fullmatch(known):
         raise ValueError(f"not a sizes string: {known!r}")
     names = " ".join(quote(disguised(p, nonce)) for p in paths)
     # (stat of a FIFO does not open it; a missing file prints nothing: the sizes change)
@@ -173,7 +173,7 @@ def parse_events(text: str, paths: Mapping[str, str], nonce: str) -> EventsAnswe
 def _take_marker(answer: EventsAnswer, kind: str, arg: str) -> bool:
     """Note one marker line; True when the files' text follows it."""
     if kind == "sizes":
-        answer.sizes = arg if _SIZES_RE.match(arg) else None
+        answer.sizes = arg if _SIZES_RE.fullmatch(arg) else None
     elif kind == "ask":
         answer.asked = arg == "1"
         return True

@@ -208,26 +208,17 @@ def queue_command(*, local: bool = False, first: Sequence[str] = (), when: str =
     ``MinJobAge`` (end state included) -- the same command whether the client tracks 1 or 1,000
     jobs, filtered locally. Output as :func:`poll_command`'s (``@@tao-poll:squeue rc=N``, rows,
     ``@@tao-poll:end``); ids it does not list are asked of sacct separately
-    (``poll_command((), ids)``).
-
-    Args:
-        local: ``--local``: no federation lookup (one RPC less: REQUEST_FED_INFO); only for a
-            cluster in no federation (:func:`~tao_slurm_tui.core.slurm_text.federated`).
-        first: shell statements run before squeue in the same script (the run events).
-        when: a shell test: squeue runs only when it holds (its section is then missing).
+    (``poll_command((), ids)``). ``local``: ``--local``, no REQUEST_FED_INFO (outside a
+    federation only); ``first`` runs before squeue, which runs only when the test ``when`` holds.
     """
     scope = ["--local"] if local else []
     squeue = quoting.join(["squeue", "-h", "-r", "-t", "all", *scope, "-O", squeue_format(), "-u"])
-    run = [
-        f'q=$({squeue} "$(id -un)" 2>&1)',
-        "r=$?",
-        'printf "%ssqueue rc=%s\\n" "$m" "$r"',
-        'if [ -n "$q" ]; then printf "%s\\n" "$q"; fi',
-    ]
-    if when:
-        run = [f"if {when}; then " + "; ".join(run) + "; fi"]
-    parts = [*_prelude(), *first, *run, 'printf "%send\\n" "$m"']
-    return quoting.join(["sh", "-c", "; ".join(parts)])
+    run = (
+        f'q=$({squeue} "$(id -un)" 2>&1); r=$?; printf "%ssqueue rc=%s\\n" "$m" "$r"; '
+        'if [ -n "$q" ]; then printf "%s\\n" "$q"; fi'
+    )
+    parts = [*_prelude(), *first, f"if {when}; then {run}; fi" if when else run]
+    return quoting.join(["sh", "-c", "; ".join([*parts, 'printf "%send\\n" "$m"'])])
 
 
 # ----------------------------------------------------------------------------------- parsing
