@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
+import rich.markup
+import textual.markup
 
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.shown import UNSAFE
@@ -51,6 +55,11 @@ PAYLOADS = (
 """Sequences that must never reach the terminal as bytes (the TUI's own output is full of its
 own escape sequences; these are the planted ones)."""
 
+MARKERS = ("\x1b", "\x9b", "\x9d", "\u202e", "exp[/data]", "sweep[lr", "[@click=app.quit]",
+           "Xid 79", "pwned-title", "step done", "decoy")  # fmt: skip
+"""What every planted value holds (raw or spelled out): a string with one of them handed to a
+markup parser is data read as markup."""
+
 HISTORY_ID = "990001"
 """The SLURM id of the hostile job planted in the history."""
 
@@ -64,6 +73,38 @@ def terminal_codes(data: bytes) -> list[str]:
 def leaked_payloads(output: str) -> list[str]:
     """Which planted sequences a terminal received (the TUI's driver output)."""
     return [p for p in PAYLOADS if p in output]
+
+
+@dataclass
+class MarkupSpy:
+    """Every string with a planted value that reached a markup parser (Rich's or Textual's)."""
+
+    parsed: list[str] = field(default_factory=list)
+
+
+def markup_spy(monkeypatch: pytest.MonkeyPatch) -> MarkupSpy:
+    """Watch both markup parsers (``Text.from_markup``, ``Content.from_markup`` and every widget
+    that reads a ``str`` as markup end there) for the planted values, until the test ends:
+    whatever screen or widget shows them, now or added later, must hand them over as plain
+    text."""
+    spy = MarkupSpy()
+    rich_render, textual_to_content = rich.markup.render, textual.markup.to_content
+
+    def watch(markup: object) -> None:
+        if isinstance(markup, str) and any(m in markup for m in MARKERS):
+            spy.parsed.append(markup)
+
+    def render(markup: str, *args: Any, **kwargs: Any) -> Any:
+        watch(markup)
+        return rich_render(markup, *args, **kwargs)
+
+    def to_content(markup: str, *args: Any, **kwargs: Any) -> Any:
+        watch(markup)
+        return textual_to_content(markup, *args, **kwargs)
+
+    monkeypatch.setattr(rich.markup, "render", render)
+    monkeypatch.setattr(textual.markup, "to_content", to_content)
+    return spy
 
 
 @dataclass(frozen=True)

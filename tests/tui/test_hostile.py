@@ -23,6 +23,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 from rich.console import Console
 from textual.content import Content
 from textual.drivers.headless_driver import HeadlessDriver
@@ -46,7 +47,16 @@ from tao_slurm_tui.services.fakecluster.seed import RESULTS
 from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.check_row import CheckRow
 from tao_slurm_tui.widgets.log_view import LogView
-from tests.hostile import HISTORY_ID, MARKUP_CLICK, MARKUP_END, OSC52, leaked_payloads, plant
+from tests.hostile import (
+    HISTORY_ID,
+    MARKUP_CLICK,
+    MARKUP_END,
+    OSC52,
+    Planted,
+    leaked_payloads,
+    markup_spy,
+    plant,
+)
 from tests.tui.conftest import SIZE, build_app
 from tests.tui.waits import record_notifications, settle, shown, wait_for
 
@@ -105,77 +115,85 @@ def visible(text: str) -> bool:
 
 
 async def test_every_screen_shows_the_planted_values_as_data(
-    fake: ClusterBackend, world: World
+    fake: ClusterBackend, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planted = plant(world)
     app = capturing(build_app(fake))
+    spy = markup_spy(monkeypatch)
     async with app.run_test(size=SIZE, headless=False) as pilot:
-        screen = await home(pilot)
-        await select(pilot, screen, planted.running)
-        detail = text_of(screen.query_one("JobDetail"))
-        assert "step done a\\x1b]52;c;cm0gLXJmIH4v\\x07b" in detail, detail
-        assert "eta 0:40:00\\x1b]0;pwned-title\\x07" in detail and "mAP=0.5\\x9b1A" in detail
-        assert "[/]g[@click=app.quit]click me[/]" in detail
-        assert str(screen.table.get_cell(planted.victim, "status")) == "Running"
+        await walk_every_screen(app, pilot, planted)
+    assert spy.parsed == [], "data handed to a markup parser: build plain Text (widgets/plain.py)"
 
-        await pilot.press("l")  # the logs of the running job
-        logs: LogsScreen = await shown(pilot, LogsScreen)
-        view = logs.query_one(LogView)
-        await wait_for(pilot, lambda: any(t == "green" for t, _ in view._lines), "the log")
-        texts = [text for text, _ in view._lines]
-        assert "fake line" in texts and all(visible(t) for t in texts)
-        assert any("abcde\\u202edecoy\\u202cf[/]g" in t for t in texts)
-        await pilot.press("escape")
 
-        await shown(pilot, QueueScreen)
-        await pilot.press("h")  # the history: a job of the user's named with escapes
-        history: HistoryScreen = await shown(pilot, HistoryScreen)
-        await wait_for(pilot, lambda: history.page is not None, "the first page")
-        key = next(k for k, e in history.entries.items() if e.raw_id == HISTORY_ID)
-        cell = str(history.table.get_cell(key, "name"))
-        assert cell.startswith("exp[/data]\\x1b]52;c;") and visible(cell)
-        history.table.move_cursor(row=history.table.get_row_index(key))
-        await settle(pilot)
-        await pilot.press("l")
-        output: JobOutputScreen = await shown(pilot, JobOutputScreen)
-        await wait_for(pilot, lambda: output.output is not None, "the output")
-        await settle(pilot)
-        lines = list(output.query_one(Log).lines)
-        assert lines[0] == "outside job" and all(visible(line) for line in lines)
-        await pilot.press("escape")
-        await shown(pilot, HistoryScreen)
-        await pilot.press("escape")
+async def walk_every_screen(app: TaoSlurmApp, pilot: Pilot[Any], planted: Planted) -> None:
+    """Long because: one walk through every screen, each step's checks beside it."""
+    screen = await home(pilot)
+    await select(pilot, screen, planted.running)
+    detail = text_of(screen.query_one("JobDetail"))
+    assert "step done a\\x1b]52;c;cm0gLXJmIH4v\\x07b" in detail, detail
+    assert "eta 0:40:00\\x1b]0;pwned-title\\x07" in detail and "mAP=0.5\\x9b1A" in detail
+    assert "[/]g[@click=app.quit]click me[/]" in detail
+    assert str(screen.table.get_cell(planted.victim, "status")) == "Running"
 
-        await shown(pilot, QueueScreen)
-        await pilot.press("p")  # capacity: the admins' drain reason
-        capacity: CapacityScreen = await shown(pilot, CapacityScreen)
-        out_text = capacity.query_one("#cap-out-text")
-        await wait_for(pilot, lambda: "Xid 79" in text_of(out_text), "the node reasons")
-        reason = text_of(out_text)
-        assert "Xid 79 \\x1b]52;c;cm0gLXJmIH4v\\x07\\u202edecoy\\u202c[/]" in reason
-        await pilot.press("escape")
+    await pilot.press("l")  # the logs of the running job
+    logs: LogsScreen = await shown(pilot, LogsScreen)
+    view = logs.query_one(LogView)
+    await wait_for(pilot, lambda: any(t == "green" for t, _ in view._lines), "the log")
+    texts = [text for text, _ in view._lines]
+    assert "fake line" in texts and all(visible(t) for t in texts)
+    assert any("abcde\\u202edecoy\\u202cf[/]g" in t for t in texts)
+    await pilot.press("escape")
 
-        await shown(pilot, QueueScreen)
-        await pilot.press("d")  # the doctor: SLURM's version string
-        onboarding: OnboardingScreen = await shown(pilot, OnboardingScreen)
-        await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: bool(onboarding.query(CheckRow)), "the checks")
-        await settle(pilot)
-        details = " ".join(text_of(label) for label in onboarding.query(".detail"))
-        assert "22.05.8\\x1b]0;pwned-title\\x07" in details, details
-        await settle(pilot)
+    await shown(pilot, QueueScreen)
+    await pilot.press("h")  # the history: a job of the user's named with escapes
+    history: HistoryScreen = await shown(pilot, HistoryScreen)
+    await wait_for(pilot, lambda: history.page is not None, "the first page")
+    key = next(k for k, e in history.entries.items() if e.raw_id == HISTORY_ID)
+    cell = str(history.table.get_cell(key, "name"))
+    assert cell.startswith("exp[/data]\\x1b]52;c;") and visible(cell)
+    history.table.move_cursor(row=history.table.get_row_index(key))
+    await settle(pilot)
+    await pilot.press("l")
+    output: JobOutputScreen = await shown(pilot, JobOutputScreen)
+    await wait_for(pilot, lambda: output.output is not None, "the output")
+    await settle(pilot)
+    lines = list(output.query_one(Log).lines)
+    assert lines[0] == "outside job" and all(visible(line) for line in lines)
+    await pilot.press("escape")
+    await shown(pilot, HistoryScreen)
+    await pilot.press("escape")
 
-        sent = terminal(app)
-        assert leaked_payloads(sent) == []
-        assert app.return_code is None  # still running: nothing crashed
+    await shown(pilot, QueueScreen)
+    await pilot.press("p")  # capacity: the admins' drain reason
+    capacity: CapacityScreen = await shown(pilot, CapacityScreen)
+    out_text = capacity.query_one("#cap-out-text")
+    await wait_for(pilot, lambda: "Xid 79" in text_of(out_text), "the node reasons")
+    reason = text_of(out_text)
+    assert "Xid 79 \\x1b]52;c;cm0gLXJmIH4v\\x07\\u202edecoy\\u202c[/]" in reason
+    await pilot.press("escape")
+
+    await shown(pilot, QueueScreen)
+    await pilot.press("d")  # the doctor: SLURM's version string
+    onboarding: OnboardingScreen = await shown(pilot, OnboardingScreen)
+    await pilot.press("ctrl+r")
+    await wait_for(pilot, lambda: bool(onboarding.query(CheckRow)), "the checks")
+    await settle(pilot)
+    details = " ".join(text_of(label) for label in onboarding.query(".detail"))
+    assert "22.05.8\\x1b]0;pwned-title\\x07" in details, details
+    await settle(pilot)
+
+    sent = terminal(app)
+    assert leaked_payloads(sent) == []
+    assert app.return_code is None  # still running: nothing crashed
 
 
 async def test_a_failure_message_with_markup_is_a_plain_toast(
-    fake: ClusterBackend, world: World
+    fake: ClusterBackend, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     planted = plant(world)
     message = f"Configuration error: {MARKUP_END} {MARKUP_CLICK} {OSC52}"
     app = capturing(build_app(fake))
+    spy = markup_spy(monkeypatch)
     async with app.run_test(size=SIZE, headless=False, notifications=True) as pilot:
         screen = await home(pilot)
         notes = record_notifications(app)
@@ -202,6 +220,7 @@ async def test_a_failure_message_with_markup_is_a_plain_toast(
         await pilot.pause(0.2)
         assert app.return_code is None and app.is_running
         assert leaked_payloads(terminal(app)) == []
+    assert spy.parsed == [], "a toast's message parsed as markup"
 
 
 async def test_a_fifo_status_json_does_not_stall_the_others(

@@ -71,17 +71,18 @@ def test_no_markup_is_ever_turned_on_or_parsed() -> None:
 
 def test_every_label_and_static_has_markup_off() -> None:
     # With markup off, a later .update(str) is plain too: the content need not be checked.
+    # An OptionList's or SelectionList's prompts are markup the same way.
     bad = [
         _where(path, call)
         for path in UI
         for name, call in _calls(path)
-        if name in {"Label", "Static"}
+        if name in {"Label", "Static", "OptionList", "SelectionList"}
         and not any(
             k.arg == "markup" and isinstance(k.value, ast.Constant) and k.value.value is False
             for k in call.keywords
         )
     ]
-    assert not bad, f"Label/Static without markup=False: {bad}"
+    assert not bad, f"Label/Static/OptionList without markup=False: {bad}"
 
 
 def test_text_and_button_labels_from_values_go_through_the_safe_builders() -> None:
