@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 CLUSTER := scripts/sandbox-cluster
 # Cluster tests are independent and mostly wait on SLURM: run them side by side.
 PYTEST_WORKERS ?= 6
+# The newest Python the project supports: its unit and TUI tiers run in a venv of their own.
+PY_NEWEST ?= 3.13
+NEWEST_VENV := .venv-$(PY_NEWEST)
 
 .DEFAULT_GOAL := help
 
@@ -57,6 +60,14 @@ watch-first-hour: venv test-tools ## Type the first-hour journey into the real a
 test-unit: venv ## Unit and TUI tests only: no cluster, no root (tmux/tcsh tests skip where missing)
 	$(BIN)/python -m pytest -n 2 -m "not cluster" -ra $(PYTEST_ARGS)
 
+.PHONY: venv-newest
+venv-newest: ## A venv on the newest supported Python (.venv-3.13; found on PATH, in pyenv or uv)
+	scripts/newest-python-venv $(PY_NEWEST) $(NEWEST_VENV)
+
+.PHONY: test-newest
+test-newest: venv-newest ## Unit and TUI tests on the newest supported Python (no cluster, no root)
+	$(NEWEST_VENV)/bin/python -m pytest -n 2 -m "not cluster" -ra -p no:cacheprovider tests/unit tests/tui $(PYTEST_ARGS)
+
 .PHONY: check
 check: venv ## Lint, format check and mypy --strict
 	$(BIN)/ruff check tao_slurm_tui tests bench scripts/sandbox scripts/sandbox/bin/nvidia-smi
@@ -82,4 +93,4 @@ snapshot-update: venv ## Regenerate TUI snapshots (look at them before committin
 
 .PHONY: clean
 clean: ## Remove the venv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist build
+	rm -rf $(VENV) $(NEWEST_VENV) .pytest_cache .mypy_cache .ruff_cache dist build

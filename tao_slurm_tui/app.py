@@ -6,6 +6,7 @@ end is passed in (harlequin's layering), so the UI opens no connection itself.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,6 +28,7 @@ from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
 from tao_slurm_tui.screens.error import ErrorModal
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.login_prompts import LoginPrompt
 from tao_slurm_tui.services.session import BackendFactory, backend_factory
 from tao_slurm_tui.widgets import terminal_guard
 from tao_slurm_tui.widgets.app_header import ConnectionStateChanged, SessionStatus
@@ -130,7 +132,7 @@ class TaoSlurmApp(App[None]):
 
         if self.ctx.settings.keys:
             self.set_keymap(self.ctx.settings.keys)
-        self._listen(self.backend)
+        self._adopt(self.backend)
         self.home = QueueScreen(self.ctx)
         self.push_screen(self.home)
         if self.initial_spec is not None:
@@ -144,6 +146,34 @@ class TaoSlurmApp(App[None]):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
 
     # ------------------------------------------------------------------ session
+    def _adopt(self, backend: Backend) -> None:
+        """Make ``backend`` the app's: hear its connection, answer its one-time code questions
+        here, and lend its connection to the commands started beside the dashboard."""
+        self._listen(backend)
+        backend.use_prompter(self.ask_login_question)
+        self.run_worker(backend.share_connection(), group="share", exit_on_error=False)
+
+    async def ask_login_question(self, prompt: LoginPrompt) -> list[str] | None:
+        """The back end's prompter: the masked modal over whatever is on screen; the answers,
+        or None when the user declined. Withdrawn when the login ends meanwhile (a drop, a
+        quit): the waiting coroutine is then cancelled."""
+        from tao_slurm_tui.screens.code_prompt import CodePromptModal
+
+        answer: asyncio.Future[list[str] | None] = asyncio.get_running_loop().create_future()
+
+        def answered(result: list[str] | None) -> None:
+            if not answer.done():
+                answer.set_result(result)
+
+        modal = CodePromptModal(prompt)
+        self.push_screen(modal, answered)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            if modal in self.screen_stack[-1:]:
+                modal.dismiss(None)
+            raise
+
     def _listen(self, backend: Backend) -> None:
         """Hear ``backend``'s connection changes (and no longer the previous back end's)."""
         if self._unlisten is not None:
@@ -280,7 +310,16 @@ class TaoSlurmApp(App[None]):
 
         if isinstance(self.screen, OverviewScreen):
             return
-        overview = Overview(self.backend, self.backend_factory)
+        factory = self.backend_factory
+
+        def opened(name: str) -> Backend:
+            # A cluster that asks for a one-time code asks here too, in the same modal.
+            assert factory is not None
+            backend = factory(name)
+            backend.use_prompter(self.ask_login_question)
+            return backend
+
+        overview = Overview(self.backend, opened if factory is not None else None)
 
         def chosen(name: str | None) -> None:
             # Switching into a cluster reuses the connection the overview opened for it.
@@ -327,7 +366,7 @@ class TaoSlurmApp(App[None]):
                 self.notify(str(error), severity="error")
                 return
         old, self.ctx.backend = self.ctx.backend, backend
-        self._listen(backend)
+        self._adopt(backend)
         self.session = SessionStatus.of(backend)
         self.run_worker(old.close(), group="close", exit_on_error=False)
         old_home, self.home = self.home, QueueScreen(self.ctx)

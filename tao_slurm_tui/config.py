@@ -81,6 +81,29 @@ def state_db_path() -> Path:
     return data_dir() / "state.db"
 
 
+RUNTIME_DIR_VARIABLE = "TAO_SLURM_TUI_RUNTIME_DIR"
+"""Overrides :func:`runtime_dir` (tests; a site whose runtime dir is on a file system without
+sockets)."""
+
+
+def runtime_dir() -> Path:
+    """Per-user runtime files: the sockets of shared connections (``docs/MFA.md``).
+
+    ``$XDG_RUNTIME_DIR/tao-slurm-tui`` on Linux (a tmpfs only the user can enter, emptied at
+    logout), ``~/Library/Caches/TemporaryItems/tao-slurm-tui`` on macOS. Where there is no such
+    dir (no login session: a container, ``su``), or its path is too long for a socket address
+    (about 100 bytes), ``<tmp>/tao-slurm-tui-<uid>``; the caller checks that it is the user's
+    own and closed to others.
+    """
+    override = os.environ.get(RUNTIME_DIR_VARIABLE)
+    if override:
+        return Path(override)
+    path = Path(platformdirs.user_runtime_dir(APP_NAME, appauthor=False))
+    if not path.parent.is_dir() or len(os.fsencode(path)) > 60:
+        path = Path(tempfile.gettempdir()) / f"{APP_NAME}-{os.getuid()}"
+    return path
+
+
 # ----------------------------------------------------------------------------------- errors
 
 

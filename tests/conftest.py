@@ -16,12 +16,17 @@ from tests.tools import in_ci
 def _isolated_xdg(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
-    """Every test gets its own config/data/cache dirs and no platform env overrides."""
+    """Every test gets its own config/data/cache/runtime dirs and no platform env overrides."""
     root = tmp_path_factory.mktemp("xdg")
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
         path = root / var.lower()
         path.mkdir()
         monkeypatch.setenv(var, str(path))
+    # Shared-connection sockets: each test its own place (a dashboard under test must not lend
+    # its connection to another test's commands), short enough for a socket address.
+    runtime = root / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("TAO_SLURM_TUI_RUNTIME_DIR", str(runtime))
     for var in (
         "SLURM_USER",
         "SLURM_HOSTNAME",

@@ -38,6 +38,54 @@ class _Server(asyncssh.SSHServer):
         return True
 
 
+async def run_with_bash(
+    process: asyncssh.SSHServerProcess[bytes],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> None:
+    """Run the channel's command with local ``bash -c``: stdin, stdout, stderr and the exit
+    status forwarded (as sshd runs it with the user's shell)."""
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        process.command or "bash",
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+
+    async def feed() -> None:
+        stdin = proc.stdin
+        assert stdin is not None
+        try:
+            while data := await process.stdin.read(65536):
+                stdin.write(data)
+                await stdin.drain()
+        except (OSError, asyncssh.Error):
+            pass
+        finally:
+            stdin.close()
+
+    async def pump(source: asyncio.StreamReader, sink: asyncssh.SSHWriter[bytes]) -> None:
+        while data := await source.read(65536):
+            sink.write(data)
+
+    feeder = asyncio.ensure_future(feed())
+    try:
+        await asyncio.gather(pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr))
+        code = await proc.wait()
+    finally:
+        feeder.cancel()
+        if proc.returncode is None:  # the channel went away first
+            proc.kill()
+            await proc.wait()
+    process.exit(code)
+
+
 def prepare(state: Path) -> None:
     """Keys, known_hosts skeleton and the fake remote home (idempotent)."""
     state.mkdir(parents=True, exist_ok=True)
@@ -61,40 +109,7 @@ async def _serve(state: Path) -> None:
     }
 
     async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
-        command = process.command or "bash"
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=env["HOME"],
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        assert proc.stdin and proc.stdout and proc.stderr
-
-        async def feed() -> None:
-            stdin = proc.stdin
-            assert stdin is not None
-            try:
-                while data := await process.stdin.read(65536):
-                    stdin.write(data)
-                    await stdin.drain()
-            except (OSError, asyncssh.Error):
-                pass
-            finally:
-                stdin.close()
-
-        async def pump(source: asyncio.StreamReader, sink: asyncssh.SSHWriter[bytes]) -> None:
-            while data := await source.read(65536):
-                sink.write(data)
-
-        feeder = asyncio.ensure_future(feed())
-        await asyncio.gather(pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr))
-        code = await proc.wait()
-        feeder.cancel()
-        process.exit(code)
+        await run_with_bash(process, env=env, cwd=env["HOME"])
 
     server = await asyncssh.listen(
         "127.0.0.1",

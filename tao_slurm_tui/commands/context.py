@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TextIO, TypeVar
 
 from tao_slurm_tui.commands.terminal import shown_stream
+from tao_slurm_tui.commands.terminal_prompt import terminal_prompter
 from tao_slurm_tui.config import Config
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.session import open_backend
@@ -44,8 +45,13 @@ class CliContext:
         """The application layer of the selected profile, opened once (nothing connects yet).
 
         ``TAO_SLURM_TUI_DEMO=1`` gives the deterministic fake back end, as for the TUI.
+
+        A one-time code the cluster asks for is asked on the terminal (not at all when a
+        dashboard of the same login lends its connection, nor where there is no terminal).
         """
-        return open_backend(self.config, self.profile_override)
+        backend = open_backend(self.config, self.profile_override)
+        backend.use_prompter(terminal_prompter())
+        return backend
 
     def run(self, work: Callable[[Backend], Awaitable[T]]) -> T:
         """Run ``work(backend)`` on an event loop, closing the back end afterwards."""

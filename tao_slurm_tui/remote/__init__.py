@@ -12,5 +12,9 @@ and reconnecting live inside it. Its parts, one job per module:
 - ``transfer``: files up and down; ``keys``: private-key checks; ``hostkeys``: known_hosts rules
   and reading a server's key; ``remembered``: the login host that worked last time;
 - ``state``: the connection states and their listeners; ``errors``: the errors, one sentence each;
-  ``authprobe``: which login methods a server offers.
+  ``authprobe``: which login methods a server offers;
+- ``prompts``: keyboard-interactive challenges (a one-time code) put to the front's prompter;
+  ``login_policy``: asked once per (re)connect, a declined code held, a shared connection first;
+- ``share``: a dashboard's connection lent to the commands beside it (the client end and the
+  frames), ``share_server``: the dashboard's end (``docs/MFA.md``).
 """

@@ -10,28 +10,17 @@ password it was given, if any) and records every other prompt instead of answeri
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import asyncssh
 
+from tao_slurm_tui.core.login_prompt import looks_like_second_factor
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.remote.dial import dial
 from tao_slurm_tui.remote.hostkeys import read_known_hosts
 from tao_slurm_tui.remote.login import forwarding_options
-
-_OTP_RE = re.compile(
-    r"verification|one[- ]time|\botp\b|token|2fa|two[- ]factor|second factor|authenticator|"
-    r"\bduo\b|passcode|\bcode\b|\bpin\b|yubi|mfa|multi[- ]factor",
-    re.IGNORECASE,
-)
-
-
-def looks_like_second_factor(prompt: str) -> bool:
-    """Whether a keyboard-interactive prompt asks for a one-time code rather than a password."""
-    return bool(_OTP_RE.search(prompt))
 
 
 def _is_password_prompt(prompt: str) -> bool:

@@ -18,14 +18,11 @@ What the rest of the program relies on:
   :class:`HostKeyChanged` and is never accepted.
 - **Keys**: a private key readable by group or others is refused before connecting
   (:class:`KeyPermissionError`, with the ``chmod 600`` fix). ``~/.ssh/config`` and ssh-agent work.
+- **One-time codes and sharing**: :attr:`Connection.login` asks for a code at most once per
+  (re)connect, holds a declined one, and first looks for a dashboard lending its connection.
 
-The parts, as fabric keeps ``Connection`` and ``Transfer`` apart: logging in to one host
-(:mod:`~tao_slurm_tui.remote.login`), one command on one channel
-(:mod:`~tao_slurm_tui.remote.channel`), files (:mod:`~tao_slurm_tui.remote.transfer`), key checks
-(:mod:`~tao_slurm_tui.remote.keys`), host keys and fetching them
-(:mod:`~tao_slurm_tui.remote.hostkeys`), the remembered login host
-(:mod:`~tao_slurm_tui.remote.remembered`). This module is the connection: state, failover,
-reconnect, and the commands.
+This module is the connection: state, failover, reconnect, and the commands; its parts (logging
+in, channels, files, keys, host keys, codes, sharing) are listed in :mod:`tao_slurm_tui.remote`.
 """
 
 from __future__ import annotations
@@ -52,6 +49,8 @@ from tao_slurm_tui.remote.channel import (
 from tao_slurm_tui.remote.dial import failure_reason
 from tao_slurm_tui.remote.errors import (
     AuthenticationFailed,
+    CodeNotGiven,
+    CodeRequired,
     CommandTimeout,
     ConnectError,
     ConnectionLost,
@@ -64,6 +63,7 @@ from tao_slurm_tui.remote.errors import (
 )
 from tao_slurm_tui.remote.keys import check_key_permissions
 from tao_slurm_tui.remote.login import HostFailed, LoginClient, connect_options, open_host
+from tao_slurm_tui.remote.login_policy import LoginPolicy
 from tao_slurm_tui.remote.protocols import CommandResult, FramedRemote, Remote, RemoteFiles
 from tao_slurm_tui.remote.remembered import remember_host, remembered_host
 from tao_slurm_tui.remote.shell import (
@@ -80,6 +80,8 @@ from tao_slurm_tui.remote.transfer import Transfer
 # connection module: they import them from here (a stand-in may use remote.protocols alone).
 __all__ = [
     "AuthenticationFailed",
+    "CodeNotGiven",
+    "CodeRequired",
     "CommandResult",
     "CommandTimeout",
     "ConnectError",
@@ -148,6 +150,7 @@ class Connection:
         self._client: LoginClient | None = None
         self._lock = asyncio.Lock()
         self._reconnect_task: asyncio.Task[None] | None = None
+        self._dialing: asyncio.Future[None] | None = None
         self._last_error: Exception | None = None
         self._closing = False
         self._shells = ShellSlot()
@@ -156,6 +159,8 @@ class Connection:
         before is to the old place and is not kept."""
         self.transfer = Transfer(self)
         """File uploads and reads over this connection's commands."""
+        self.login = LoginPolicy(self._set_state, lambda: (self.state, self.state_message))
+        """Who is asked for a one-time code, a held refusal, the shared connection."""
 
     # ------------------------------------------------------------------ state
 
@@ -193,52 +198,60 @@ class Connection:
     # ------------------------------------------------------------------ connect
 
     async def connect(self) -> None:
-        """Open the connection, trying the login hosts in order (remembered host first).
+        """Open the connection, trying the login hosts in order (remembered host first). A
+        caller cancelled meanwhile (a poll replaced by the next) does not cancel the login: a
+        one-time code typed for it is not wasted; :meth:`close` does.
 
         Raises:
-            ConnectError: every login host failed (``failures`` lists why).
-            UnknownHostKey: the host is not in known_hosts (carries the fingerprint).
-            HostKeyChanged: the host's key differs from known_hosts; refused.
-            AuthenticationFailed: the server refused the key/agent/password.
-            KeyPermissionError: the private key is accessible by group or others.
-            KeyLoadError: the private key is missing, unreadable or encrypted.
+            RemoteError: ConnectError (every host, ``failures`` says why), UnknownHostKey,
+                HostKeyChanged, AuthenticationFailed (CodeRequired, CodeNotGiven).
+            BadInput: KeyPermissionError, KeyLoadError (the private key).
         """
         self._closing = False
         if self._usable():
             return
+        self.login.check()
         task = self._reconnect_task
         if task is not None and not task.done():
             await asyncio.shield(task)
             if self._usable():
                 return
+        dial = self._dialing
+        if dial is None or dial.done():
+            dial = self._dialing = asyncio.ensure_future(self._connect())
+            dial.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.shield(dial)
+
+    async def _connect(self) -> None:
         async with self._lock:
             if self._usable():
                 return
+            self.login.check()  # again: a reconnect waited for may have stopped at the code
             self._set_state(ConnectionState.CONNECTING, f"connecting to {self._where()}")
             try:
                 await self._open()
             except (RemoteError, BadInput) as exc:
-                self._last_error = exc
-                self._set_state(ConnectionState.DOWN, str(exc))
+                self._failed(exc)
                 raise
-            self._set_state(ConnectionState.CONNECTED, f"connected to {self.host}")
+            self._set_state(ConnectionState.CONNECTED, self.login.connected("connected", self.host))
+
+    def _failed(self, exc: Exception) -> None:
+        """A connect or reconnect failed for good: DOWN, and a stop at the code is held."""
+        self._last_error = exc
+        self.login.failed(exc)
+        self._set_state(ConnectionState.DOWN, str(exc))
 
     def use_profile(self, profile: Profile) -> bool:
-        """Serve ``profile`` from now on (a saved edit of the profile).
-
-        When it logs in elsewhere or otherwise (login hosts, port, user, key, known_hosts, see
-        :meth:`Profile.logs_in_as`), the open connection, which went to the old place, is closed
-        and the next command dials the new settings; otherwise the connection is kept as it is.
-
-        Returns:
-            True when the open connection (if any) was let go.
-        """
+        """Serve ``profile`` from now on (a saved edit of the profile). When it logs in elsewhere
+        or otherwise (:meth:`Profile.logs_in_as`), the open connection (to the old place) is let
+        go and the next command dials the new settings: then True; else it is kept: False."""
         old, self.profile = self.profile, profile
         if old.logs_in_as(profile):
             return False
         self._generation += 1
         self.host = remembered_host(profile)
         self._last_error = None
+        self.login.release()
         # Commands still running on it see a drop and run again on the new one (see run()).
         self._let_go()
         self._set_state(ConnectionState.DISCONNECTED, "login settings changed; not connected yet")
@@ -246,11 +259,8 @@ class Connection:
 
     @classmethod
     def to_host(cls, profile: Profile, host: str, *, password: str | None = None) -> Connection:
-        """A connection to ONE login host of ``profile``, without failover.
-
-        The failover policy lives in :meth:`_host_order`; services that must ask every login
-        host (reconciling a lost submission, installing a key, checking each login) use this.
-        """
+        """A connection to ONE login host of ``profile``, without failover (:meth:`_host_order`),
+        for services that must ask every login host (reconcile, install a key, check logins)."""
         return cls(profile.model_copy(update={"hostnames": [host]}), password=password)
 
     def _host_order(self) -> list[str]:
@@ -278,11 +288,18 @@ class Connection:
                 "The profile has no login host; set hostnames (or SLURM_HOSTNAME) and try again.",
                 [],
             )
+        shared = LoginClient(self._on_lost)
+        link = await self.login.shared(self.profile, shared)  # a dashboard's: no new login
+        if link is not None:
+            self._conn, self._client, self.host = link.as_connection(), shared, link.host
+            self._last_error = None
+            return
         if self.profile.ssh_key_path:
             check_key_permissions(self.profile.ssh_key_path)
         failures: list[tuple[str, str]] = []
         for host in self._host_order():
-            client = LoginClient(self._on_lost)
+            answering = self.login.answering(host, self.profile.user, self._password)
+            client = LoginClient(self._on_lost, answering)
             options = connect_options(
                 self.profile,
                 host,
@@ -297,6 +314,7 @@ class Connection:
                 continue
             self._conn, self._client = conn, client
             self._last_error = None
+            self.login.logged_in(answering)
             if self.host != host:
                 self.host = host
                 remember_host(self.profile, host)
@@ -311,11 +329,8 @@ class Connection:
     async def _login(
         self, host: str, client: LoginClient, options: dict[str, Any]
     ) -> asyncssh.SSHClientConnection:
-        """Log in to one login host (:func:`~tao_slurm_tui.remote.login.open_host`).
-
-        The one seam below the connection: the fake cluster (demo mode, the TUI tests) replaces
-        this transport and keeps everything above it (failover, states, reconnect, the shell).
-        """
+        """Log in to one login host (:func:`~tao_slurm_tui.remote.login.open_host`): the seam the
+        fake cluster replaces, keeping failover, states, reconnect and the shell above it."""
         return await open_host(self.profile, host, client, options)
 
     # ------------------------------------------------------------------ drops and reconnect
@@ -369,11 +384,13 @@ class Connection:
                 delay = min(delay * 2, self.max_backoff)
                 continue
             except (RemoteError, BadInput) as exc:
-                # Host key, authentication or key problems do not heal by retrying.
-                self._last_error = exc
-                self._set_state(ConnectionState.DOWN, str(exc))
+                # Host key, authentication or key problems do not heal by retrying; a login
+                # that stopped at the one-time code asks nobody again (held).
+                self._failed(exc)
                 return
-            self._set_state(ConnectionState.CONNECTED, f"reconnected to {self.host}")
+            self._set_state(
+                ConnectionState.CONNECTED, self.login.connected("reconnected", self.host)
+            )
             return
 
     async def _ensure(self) -> asyncssh.SSHClientConnection:
@@ -429,12 +446,19 @@ class Connection:
         cmd = command if isinstance(command, str) else join(command)
         data = input.encode("utf-8") if isinstance(input, str) else input
         limit = self.profile.command_timeout if timeout is None else timeout
+        status, out, err = await self._exec(cmd, data, limit, retry_on_drop)
+        return decode_result(cmd, status, out, err, self.host or "", check)
+
+    async def _exec(
+        self, cmd: str, data: bytes | None, limit: float, retry_on_drop: bool
+    ) -> tuple[int, bytes, bytes]:
+        """Run ``cmd`` on its own channel, again after a drop (up to 3 times) when allowed."""
         reruns = 0
         while True:
             conn = await self._ensure()
             host = self.host or ""
             try:
-                status, out, err = await exec_command(conn, host, cmd, data, limit)
+                return await exec_command(conn, host, cmd, data, limit)
             except Dropped as dropped:
                 self._mark_dropped(conn, str(dropped))
                 if not retry_on_drop and dropped.started:
@@ -449,18 +473,15 @@ class Connection:
                         f"The connection to {host} keeps dropping while `{short_command(cmd)}` "
                         "runs; check the network and try again."
                     ) from None
-                continue
-            return decode_result(cmd, status, out, err, host, check)
 
     async def run_framed(
         self, command: str | Sequence[str], *, timeout: float | None = None, check: bool = False
     ) -> CommandResult:
         """Run an idempotent command (no stdin) on the connection's long-lived shell.
 
-        One network round trip instead of :meth:`run`'s two (channel open, then exec): see
-        :mod:`tao_slurm_tui.remote.shell`. Commands run one at a time; after a drop or a lost
-        shell the command runs again on a new shell (as ``run(retry_on_drop=True)``). Where the
-        login host does not allow the shell, this is :meth:`run` (until the next reconnect).
+        One network round trip instead of :meth:`run`'s two (:mod:`tao_slurm_tui.remote.shell`).
+        One at a time; after a drop or a lost shell it runs again on a new shell. Where the login
+        host does not allow the shell, this is :meth:`run` (until the next reconnect).
 
         Raises:
             CommandTimeout: the command took longer than ``timeout`` (the shell is replaced).
@@ -499,10 +520,8 @@ class Connection:
     async def create_process(
         self, command: str | Sequence[str], **kwargs: Any
     ) -> asyncssh.SSHClientProcess[Any]:
-        """Start a long-running remote process for streaming (e.g. ``tail -F``).
-
-        The process ends when the connection drops; the caller starts a new one (after which
-        this method waits for the reconnect).
+        """Start a long-running remote process for streaming (e.g. ``tail -F``); it ends when
+        the connection drops, and the caller starts a new one (this waits for the reconnect).
 
         Raises:
             ConnectionLost: the connection dropped twice while opening the process.
@@ -535,24 +554,9 @@ class Connection:
         )
 
     async def run_bytes(self, cmd: str) -> tuple[int, bytes, bytes]:
-        """Like :meth:`run` for an idempotent command (run again after a drop), returning the
-        exit status and raw bytes (for :class:`Transfer`).
-
-        Raises:
-            ConnectionLost: the connection keeps dropping.
-            RemoteError: a connect error (see :meth:`connect`).
-        """
-        for _ in range(4):
-            conn = await self._ensure()
-            try:
-                return await exec_command(
-                    conn, self.host or "", cmd, None, self.profile.command_timeout
-                )
-            except Dropped as dropped:
-                self._mark_dropped(conn, str(dropped))
-        raise ConnectionLost(
-            f"The connection to {self.host} keeps dropping; check the network and try again."
-        )
+        """:meth:`run` for an idempotent command (run again after a drop), returning the exit
+        status and raw bytes (for :class:`Transfer`); raises as :meth:`run`."""
+        return await self._exec(cmd, None, self.profile.command_timeout, True)
 
     # ------------------------------------------------------------------ close
 
@@ -569,12 +573,12 @@ class Connection:
         """Close the connection (no reconnect follows); state becomes ``DISCONNECTED``."""
         self._closing = True
         self._password = None  # a one-time onboarding password: not kept past this connection
-        task = self._reconnect_task
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._reconnect_task = None
+        for task in (self._reconnect_task, self._dialing):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, RemoteError, BadInput):
+                    await task
+        self._reconnect_task = self._dialing = None
         conn = self._let_go()
         if conn is not None:
             with contextlib.suppress(OSError, asyncssh.Error):

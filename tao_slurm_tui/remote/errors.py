@@ -95,6 +95,23 @@ class AuthenticationFailed(RemoteError):
     """The server refused every authentication method offered."""
 
 
+class CodeRequired(AuthenticationFailed):
+    """The server asks for a one-time code (keyboard-interactive) and nobody can be asked: no
+    terminal (CI, a pipe). Bad input for the CLI (exit 2): it needs a terminal or a shared
+    connection."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, asked: str = "") -> None:
+        super().__init__(message)
+        self.asked = asked
+        """What the server asked (its first prompt, as sent)."""
+
+
+class CodeNotGiven(AuthenticationFailed):
+    """The login stopped at the one-time code: the user declined it, or the server refused it."""
+
+
 class CommandTimeout(RemoteError):
     """A remote command took longer than its timeout."""
 

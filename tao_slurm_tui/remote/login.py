@@ -9,6 +9,11 @@ dials within the connect timeout, and maps what went wrong:
   key, a broken ``~/.ssh/config``) raises its :mod:`~tao_slurm_tui.remote.errors` error at once;
 - anything the next host may not share (refused, unreachable, timed out) raises
   :class:`HostFailed`, and the connection tries the next host.
+
+Keyboard-interactive challenges (a one-time code after the key) are answered through
+:class:`~tao_slurm_tui.remote.prompts.Answering`: the user is asked by the front's prompter, and
+a login that stopped at the code says so (:class:`CodeRequired`, :class:`CodeNotGiven`) instead
+of blaming the key.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from typing import Any
 import asyncssh
 
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.shown import shown_text
 from tao_slurm_tui.errors import BadInput
-from tao_slurm_tui.remote.dial import dial, failure_reason
+from tao_slurm_tui.remote.dial import Deadline, dial, failure_reason
 from tao_slurm_tui.remote.errors import (
     AuthenticationFailed,
+    CodeNotGiven,
+    CodeRequired,
     HostKeyChanged,
     KeyLoadError,
     RemoteError,
@@ -37,9 +45,15 @@ from tao_slurm_tui.remote.hostkeys import (
     read_known_hosts,
 )
 from tao_slurm_tui.remote.keys import check_offered_keys
+from tao_slurm_tui.remote.prompts import Answering
 
 LostCallback = Callable[["LoginClient", Exception | None], None]
 """Called when an open connection is lost (with asyncssh's reason, None for a clean close)."""
+
+LOGIN_GRACE = 600.0
+"""asyncssh's own login bound (seconds): generous, since a person may be typing a code; the
+network part is bounded by the connect timeout (a :class:`Deadline` that pauses while the user
+is asked), and sshd's LoginGraceTime bounds the rest."""
 
 
 class HostFailed(Exception):
@@ -52,12 +66,31 @@ class HostFailed(Exception):
 
 
 class LoginClient(asyncssh.SSHClient):
-    """asyncssh callbacks: capture an untrusted host key and notice a dropped connection."""
+    """asyncssh callbacks: capture an untrusted host key, answer keyboard-interactive challenges
+    (:class:`Answering`) and notice a dropped connection."""
 
-    def __init__(self, on_lost: LostCallback) -> None:
+    def __init__(self, on_lost: LostCallback, answering: Answering | None = None) -> None:
         self.on_lost = on_lost
+        self.answering = answering
+        """Who answers keyboard-interactive challenges in this login (None: nobody)."""
         self.presented: tuple[str, str | None, int, str] | None = None
         """(host, addr, port, public key) of a host key known_hosts did not trust."""
+
+    def kbdint_auth_requested(self) -> str | None:
+        # "" = no particular submethods. Taken even without a prompter: the challenge then
+        # tells the user what the server wanted (a code) instead of a misleading refusal.
+        return "" if self.answering is not None else None
+
+    async def kbdint_challenge_received(
+        self, name: str, instructions: str, lang: str, prompts: Any
+    ) -> list[str] | None:
+        if self.answering is None:
+            return None
+        return await self.answering.answer(name, instructions, prompts)
+
+    def auth_completed(self) -> None:
+        if self.answering is not None:
+            self.answering.forget()
 
     def validate_host_public_key(
         self, host: str, addr: str, port: int, key: asyncssh.SSHKey
@@ -108,8 +141,11 @@ def connect_options(
         "config": () if profile.use_ssh_config else None,
         "keepalive_interval": keepalive_interval,
         "keepalive_count_max": 3,
-        "connect_timeout": profile.connect_timeout,
-        "login_timeout": profile.connect_timeout,
+        # The connect timeout is applied outside (open_host's Deadline), where the time a person
+        # takes to type a one-time code is not counted; asyncssh's own bounds would count it.
+        "connect_timeout": None,
+        "login_timeout": LOGIN_GRACE,
+        "kbdint_auth": True,
         **forwarding_options(profile),
     }
     # With ~/.ssh/config in use, a default port/empty user leave Port/User to the config
@@ -134,20 +170,30 @@ async def open_host(
 ) -> asyncssh.SSHClientConnection:
     """Log in to ``host`` with ``options`` (:func:`connect_options`).
 
+    The connect timeout bounds the network part; the time the user spends answering a
+    keyboard-interactive challenge is not counted.
+
     Raises:
         HostFailed: the host could not be reached or dropped the handshake (try the next one).
         UnknownHostKey, HostKeyChanged: known_hosts does not trust the host's key.
+        CodeRequired: the server asks for a one-time code and nobody can be asked (no terminal).
+        CodeNotGiven: the user declined the code, or the server did not accept it.
         AuthenticationFailed: the server refused the key/agent/password.
         KeyLoadError: a key could not be used (passphrase, missing file).
         BadInput: ~/.ssh/config cannot be parsed.
     """
     timeout = profile.connect_timeout
+    deadline = Deadline(timeout + 1)
+    if client.answering is not None:
+        client.answering.deadline = deadline
     try:
-        # asyncssh applies connect_timeout itself; this is the outer guard.
-        return await dial(host, lambda: client, options, timeout + 1)
+        return await dial(host, lambda: client, options, deadline)
     except asyncssh.HostKeyNotVerifiable:
         raise host_key_error(profile, host, client.presented) from None
     except asyncssh.PermissionDenied:
+        answering = client.answering
+        if answering is not None and answering.wants_user():
+            raise code_error(profile, host, answering) from None
         raise auth_error(profile, host) from None
     except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
         raise KeyLoadError(
@@ -166,6 +212,34 @@ async def open_host(
         raise HostFailed(f"no answer within {timeout:g} s") from None
     except (OSError, asyncssh.Error) as exc:
         raise HostFailed(failure_reason(exc)) from None
+    finally:
+        if client.answering is not None:
+            client.answering.forget()
+
+
+def code_error(profile: Profile, host: str, answering: Answering) -> AuthenticationFailed:
+    """The login stopped at a keyboard-interactive challenge: why, and what to do."""
+    user = profile.user or "your user"
+    unanswered = answering.unanswered
+    if unanswered is not None:
+        asked = "; ".join(repr(shown_text(line.text.strip())) for line in unanswered.lines)
+        what = "a one-time code" if unanswered.asks_for_code else "an answer"
+        return CodeRequired(
+            f"{host} asks {user} for {what} ({asked}) after the key, and there is no terminal "
+            "to type it in; run the command in a terminal, or keep the dashboard "
+            "(tao-slurm-tui) open for this profile, so that commands started beside it use its "
+            "connection without a code.",
+            unanswered.lines[0].text,
+        )
+    if answering.declined:
+        return CodeNotGiven(
+            f"No one-time code was entered for {user}@{host}, so the login stopped; connect "
+            "again when you have the code."
+        )
+    return CodeNotGiven(
+        f"{host} did not accept the one-time code for {user} ({answering.asked} tried); codes "
+        "work once and change every 30 s, so wait for the next one and connect again."
+    )
 
 
 def host_key_error(

@@ -26,6 +26,9 @@ class ConnectionState(StrEnum):
     """Usable."""
     RECONNECTING = "reconnecting"
     """The connection dropped; reconnecting with backoff."""
+    AWAITING_CODE = "awaiting code"
+    """A login waits for the user's one-time code (or other keyboard-interactive answer):
+    everything that needs the connection waits with it."""
     DOWN = "down"
     """Connecting failed (every host, or a problem only the user can fix); next command retries."""
 

@@ -461,7 +461,9 @@ class QueueScreen(Screen[None]):
         )
 
     def action_refresh(self) -> None:
-        """Poll now (a failure does not lengthen the back-off)."""
+        """Poll now (a failure does not lengthen the back-off); after a declined or refused
+        one-time code, this is what asks for one again."""
+        self.ctx.backend.ask_again()
         self.poll(manual=True)
 
     def action_copy_id(self) -> None:

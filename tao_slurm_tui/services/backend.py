@@ -34,8 +34,11 @@ from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import TaoError
+from tao_slurm_tui.services.login_prompts import Prompter
 
-ConnectionStateName = Literal["disconnected", "connecting", "connected", "reconnecting", "down"]
+ConnectionStateName = Literal[
+    "disconnected", "connecting", "connected", "reconnecting", "awaiting code", "down"
+]
 """Values of :attr:`Backend.connection_state` (the ``ConnectionState`` enum's values)."""
 
 LogStreamName = Literal["out", "err"]
@@ -122,6 +125,23 @@ class Backend(Protocol):
         Returns:
             A function that removes the listener.
         """
+        ...
+
+    def use_prompter(self, prompter: Prompter | None) -> None:
+        """Who answers the cluster's keyboard-interactive questions (a one-time code) from now
+        on: the dashboard's modal, the CLI's terminal; None: nobody (a login that needs a code
+        then fails with a sentence saying how to get a code-free session)."""
+        ...
+
+    def ask_again(self) -> None:
+        """The user asks to connect again (a manual refresh): after a declined or refused
+        one-time code the connection asks nobody until this is called (no storm of prompts)."""
+        ...
+
+    async def share_connection(self) -> bool:
+        """Lend the connection to the CLI verbs and dashboards of the same login started
+        beside this one, so that one code serves them all (the dashboard calls it at start;
+        ``docs/MFA.md``). False when another dashboard shares already, or nothing can be."""
         ...
 
     async def refresh(self, *, connect: bool = True, full: bool = False) -> list[JobRecord]:

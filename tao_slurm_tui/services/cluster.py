@@ -14,6 +14,7 @@ Nothing is opened until first use: ``render`` touches neither the network nor th
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import cached_property
@@ -41,11 +42,13 @@ from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import ConnectionState
+from tao_slurm_tui.remote.share_server import ShareServer
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.capacity_cache import CapacityCache
 from tao_slurm_tui.services.history import HistoryService
+from tao_slurm_tui.services.login_prompts import Prompter
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
@@ -91,6 +94,11 @@ class ClusterBackend:
         """How the cluster is reached (every connection is made by it)."""
         self.clock = clock or time.time
         self.conn = access.connection(self._profile, on_state=self._on_state)
+        # A dashboard of the same login may lend its connection: no new login, no new code.
+        # (Over SSH only: a fake cluster's connection has nothing to lend.)
+        self.conn.login.attach = access is SSH
+        self._share: ShareServer | None = None
+        self._reshare: asyncio.Future[bool] | None = None
         if store is not None:
             self.store = store
         self._last_poll: float | None = None
@@ -179,6 +187,9 @@ class ClusterBackend:
                 # Another host or user may be another cluster: its own limits and capacity.
                 self._live_limits = None
                 self.capacities.clear()
+                if self._share is not None:
+                    # The share is per login: serve the new one (a task: this is not async).
+                    self._reshare = asyncio.ensure_future(self._share.restart())
             for service in ("submitter", "monitor"):
                 if service in self.__dict__:
                     self.__dict__[service].profile = self._profile
@@ -209,6 +220,23 @@ class ClusterBackend:
                 self._listeners.remove(callback)
 
         return remove
+
+    def use_prompter(self, prompter: Prompter | None) -> None:
+        """Who answers the cluster's one-time code questions (see :class:`Backend`)."""
+        self.conn.login.prompter = prompter
+
+    def ask_again(self) -> None:
+        """After a declined or refused code, the next connect may ask again."""
+        self.conn.login.release()
+
+    async def share_connection(self) -> bool:
+        """Lend the connection to the fronts of the same login beside this one
+        (:mod:`tao_slurm_tui.remote.share`)."""
+        if self.access is not SSH:
+            return False
+        if self._share is None:
+            self._share = ShareServer(self.conn)
+        return await self._share.start()
 
     def _on_state(self, state: ConnectionState, message: str) -> None:
         for callback in list(self._listeners):
@@ -455,7 +483,9 @@ class ClusterBackend:
             yield batch
 
     async def close(self) -> None:
-        """Close the connection and the store (if it was opened)."""
+        """Stop sharing, close the connection and the store (if it was opened)."""
+        if self._share is not None:
+            await self._share.close()
         await self.conn.close()
         if "store" in self.__dict__:
             self.store.close()

@@ -330,13 +330,13 @@ def _named(login_host: str, info: HostKeyInfo) -> str:
 
 
 def _login_result(
-    profile: Profile, checks: Sequence[LoginCheck], not_tried: Sequence[str]
+    profile: Profile, checks: Sequence[LoginCheck], not_tried: Sequence[str], note: str = ""
 ) -> CheckResult:
     ok = [c.host for c in checks if c.ok]
     bad = [c for c in checks if not c.ok]
     parts = []
     if ok:
-        parts.append(f"works on {', '.join(ok)}")
+        parts.append(f"works on {', '.join(ok)}" + (f" ({note})" if note else ""))
     parts += [f"{c.host}: {c.reason.rstrip('.')}" for c in bad]
     if not_tried:
         parts.append(f"not tried (host key unknown or host unreachable): {', '.join(not_tried)}")
@@ -503,7 +503,8 @@ class _Logins:
         if reuse_host is not None:
             self.working = connection
         not_tried = [h for h in profile.hostnames if h not in self.known and h != reuse_host]
-        return _login_result(profile, checks, not_tried)
+        note = connection.login.note if reuse_host is not None and connection else ""  # a code?
+        return _login_result(profile, checks, not_tried, note)
 
     async def close(self) -> None:
         """Close the connections the doctor opened (never the caller's)."""

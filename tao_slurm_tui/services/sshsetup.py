@@ -31,10 +31,12 @@ import asyncssh
 
 from tao_slurm_tui.core.models import HostKeyInfo
 from tao_slurm_tui.core.profile import DEFAULT_KNOWN_HOSTS, Profile
+from tao_slurm_tui.core.shown import shown_text
 from tao_slurm_tui.errors import BadInput, OperationFailed
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
 from tao_slurm_tui.remote.connection import (
     AuthenticationFailed,
+    CodeRequired,
     CommandResult,
     Connection,
     RemoteError,
@@ -430,6 +432,21 @@ async def open_key_login(
     conn = access.to_host(profile, host)
     try:
         await conn.connect()
+    except CodeRequired as exc:
+        # The key was taken, then a code asked for (nobody to type it in a check): that is
+        # the site's second factor, not a setup fault; no second login needed to tell.
+        await conn.close()
+        prompt = shown_text(exc.asked.strip())
+        return (
+            LoginCheck(
+                host,
+                False,
+                two_factor_explanation(profile, host, prompt),
+                "TwoFactorRequired",
+                True,
+            ),
+            None,
+        )
     except AuthenticationFailed as exc:
         await conn.close()
         probe = await access.probe_login(profile, host)
@@ -450,17 +467,18 @@ async def open_key_login(
 # ----------------------------------------------------------------------------------- advice
 
 
-def two_factor_explanation(profile: Profile, host: str | None = None) -> str:
-    """Plain explanation of what to do when the site enforces 2FA on every SSH login."""
+def two_factor_explanation(profile: Profile, host: str | None = None, prompt: str = "") -> str:
+    """What the doctor found at a site that asks for a one-time code, and what works there."""
     where = host or (profile.hostnames[0] if profile.hostnames else "the login host")
-    user = profile.user or "<user>"
+    asked = f" ({prompt!r})" if prompt else ""
     return (
-        f"{where} asks for a one-time code on every login, so a key alone cannot log in "
-        "non-interactively. Either ask your cluster admins to allow key-only logins from this "
-        f"machine, or log in once with `ssh {user}@{where}` in a terminal that runs an ssh-agent "
-        "with your key loaded (`ssh-add`), keep that agent running, start tao-slurm-tui from "
-        "the same terminal (it uses SSH_AUTH_SOCK) and leave ssh_key_path empty; some sites also "
-        "allow a persistent ControlMaster session for this."
+        f"{where} asks for a one-time code{asked} by keyboard-interactive login on every new "
+        "connection, after the key; an ssh-agent does not avoid it (the code is asked per "
+        "connection, not per key). tao-slurm-tui asks for the code itself: the dashboard shows "
+        "a masked prompt and keeps one connection, and the commands you run while it is open "
+        "use that connection, so one code serves the whole working session; a command run "
+        "alone asks on its terminal. Where there is no terminal (CI, cron), ask your admins "
+        "for key-only access from that machine."
     )
 
 

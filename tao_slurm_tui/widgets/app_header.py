@@ -26,6 +26,7 @@ STATE_LABELS: dict[str, tuple[str, str]] = {
     "connected": ("●", "connected"),
     "connecting": ("◌", "connecting"),
     "reconnecting": ("◐", "reconnecting"),
+    "awaiting code": ("◐", "waiting for your code"),
     "down": ("○", "down"),
     "disconnected": ("○", "disconnected"),
 }

@@ -68,6 +68,7 @@ def accepted_codes() -> int:
     return len(re.findall(r"Accepted keyboard-interactive/pam for slurmmfa ", log))
 
 
+@pytest.mark.xdist_group("mfa")  # the account takes each code once: MFA tests one at a time
 async def test_mfa_login_needs_the_key_and_a_code_and_can_submit() -> None:
     mfa = sandbox.info()["mfa"]
     assert set(mfa) >= {"user", "host", "port", "key", "known_hosts", "totp_secret_file"}

@@ -44,11 +44,17 @@ async def test_cancel_mid_connect_consumes_the_late_connection_error(
 
 
 async def test_dial_times_out_with_timeout_error() -> None:
-    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    # A server that accepts and never speaks. It keeps its writers: from Python 3.13 on a
+    # StreamWriter closes its socket when it is garbage-collected, and the dial would see a
+    # reset instead of silence.
+    silent: list[asyncio.StreamWriter] = []
+    server = await asyncio.start_server(lambda r, w: silent.append(w), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     options = {"port": port, "known_hosts": None, "config": None, "username": "x"}
     with pytest.raises(TimeoutError):
         await dial("127.0.0.1", asyncssh.SSHClient, options, 0.3)
+    for writer in silent:
+        writer.close()
     server.close()
 
 

@@ -95,11 +95,15 @@ async def test_probe_sees_the_second_factor(otp_site: Profile) -> None:
     assert probe.prompts == ("Verification code:",)
 
 
-async def test_install_key_explains_the_agent_route(otp_site: Profile) -> None:
+async def test_install_key_explains_the_one_code_route(otp_site: Profile) -> None:
+    """An agent does not avoid the code (it is asked per connection): the advice is the one
+    that works, the dashboard's shared connection."""
     with pytest.raises(sshsetup.TwoFactorRequired) as info:
         await sshsetup.install_public_key(otp_site, PASSWORD)
     message = str(info.value)
-    assert "one-time code" in message and "ssh-agent" in message and "SSH_AUTH_SOCK" in message
+    assert "one-time code" in message and "an ssh-agent does not avoid it" in message
+    assert "dashboard" in message and "one code serves" in message
+    assert "SSH_AUTH_SOCK" not in message
     assert PASSWORD not in message
 
 
@@ -107,4 +111,6 @@ async def test_key_only_login_reports_two_factor(otp_only_site: Profile) -> None
     checks = await sshsetup.verify_key_login(otp_only_site)
     assert len(checks) == 1
     assert not checks[0].ok and checks[0].two_factor
-    assert "ssh-agent" in checks[0].reason
+    reason = checks[0].reason
+    assert "keyboard-interactive" in reason and "'Verification code:'" in reason
+    assert "an ssh-agent does not avoid it" in reason

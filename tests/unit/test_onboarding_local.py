@@ -101,8 +101,9 @@ def test_two_factor_prompts() -> None:
     assert looks_like_second_factor("Duo two-factor login for alice")
     assert looks_like_second_factor("Enter OTP:")
     assert not looks_like_second_factor("Password: ")
-    text = sshsetup.two_factor_explanation(Profile(user="al", hostnames=["h"]))
-    assert "ssh-agent" in text and "SSH_AUTH_SOCK" in text
+    text = sshsetup.two_factor_explanation(Profile(user="al", hostnames=["h"]), prompt="Code:")
+    assert "h asks for a one-time code ('Code:') by keyboard-interactive login" in text
+    assert "an ssh-agent does not avoid it" in text and "one code serves" in text
 
 
 @pytest.mark.parametrize("bad", ["", "   ", "abc def", "abc\ndef", "abc\tdef", "a\x00b"])
