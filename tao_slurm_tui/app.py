@@ -51,6 +51,7 @@ STYLESHEETS = (
     "help",
     "capacity",
     "history",
+    "runs",
 )
 """One .tcss per screen (every rule prefixed by the screen's class)."""
 

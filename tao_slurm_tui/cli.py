@@ -34,6 +34,7 @@ _HELP = {
     "capacity": "free/allocated GPUs per partition and type, the largest free block, your share",
     "history": "your jobs from sacct (also those not submitted here) with what they used",
     "tao": "the TAO catalogue: networks, actions, images, default experiment specs (no cluster)",
+    "compare": "TAO runs side by side: the spec keys that differ, the last and best KPIs",
 }
 
 

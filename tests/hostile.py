@@ -124,7 +124,7 @@ def plant(world: World) -> Planted:
     """Put every hostile value into ``world`` (the seeded fake cluster)."""
     planted = Planted()
     paths = JobPaths(RESULTS, planted.running)
-    status = world.local(paths.status_json)
+    status = world.local(paths.subtask_status_json("train"))  # where TAO 7.3 writes it
     with status.open("a", encoding="utf-8") as handle:
         for line in (
             {"status": "RUNNING", "epoch": 8, "max_epoch": 20, "eta": f"0:40:00{OSC0}",

@@ -195,6 +195,25 @@ def user_dir(path: str | Path, user: str = USER) -> Path:
     return target
 
 
+def repo_train_script() -> str:
+    """``python3 <path>`` of this checkout's ``examples/train.py`` on the cluster's shared file
+    system (the copy the sandbox installed at ``up`` may be an older checkout's), named by its
+    content so parallel runs of different checkouts never overwrite each other's."""
+    import hashlib
+    import shutil
+
+    source = REPO / "examples" / "train.py"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    target = user_dir(Path(RESULTS) / "it-examples") / f"train-{digest}.py"
+    if not target.exists():
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        shutil.copyfile(source, partial)
+        os.chown(partial, *owner_ids())
+        partial.chmod(0o755)
+        os.replace(partial, target)
+    return f"python3 {target}"
+
+
 def job_state(job_id: str) -> str:
     """The allocation's state from sacct (first word: ``CANCELLED by 0`` → ``CANCELLED``), or
     squeue's while sacct has no final row yet; "" when neither knows it yet."""

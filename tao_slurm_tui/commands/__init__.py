@@ -18,4 +18,5 @@ VERBS: dict[str, str] = {
     "capacity": "capacity",
     "history": "history",
     "tao": "tao",
+    "compare": "compare",
 }

@@ -1,11 +1,14 @@
 """``tao-slurm-tui status [ID] [--json] [--watch]``: jobs with their status.
 
 One monitor tick first (states updated, due retries performed), then the jobs are printed. With
-``--json`` a list of ``{"id","status","slurm_state","slurm_job_id","retries","reason","message",
-"usage"}``, plus ``pipeline_id`` and ``pipeline_step`` (1-based) for a pipeline's steps
-(``usage``: what a finished job used, one sacct call for all of them; null otherwise)
-(one list per tick with ``--watch``, one per line). ``--watch`` ticks again every
-``poll_interval`` seconds until every listed job is terminal. If the cluster cannot be reached
+``--json`` a list of ``{"id","status","slurm_state","slurm_job_id","retries","reason",
+"message","usage","kpi","runs","forecast"}``, plus ``pipeline_id`` and ``pipeline_step``
+(1-based) for a pipeline's steps (``usage``: what a finished job used, one sacct call for all
+of them; null otherwise; ``kpi``: the latest KPIs; ``runs``: a TAO training's runs across
+wall-time slices, whether each resumed and why it was stopped, null for other jobs;
+``forecast``: whether the running slice finishes it) (one list per tick with ``--watch``, one
+per line). ``--watch`` ticks again every ``poll_interval`` seconds until every listed job is
+terminal. If the cluster cannot be reached
 the last known state is printed and the exit code is 1.
 """
 
@@ -18,8 +21,11 @@ import json
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core import pipelines
 from tao_slurm_tui.core.accounting import Usage
+from tao_slurm_tui.core.job_runs import JobRuns, is_training
+from tao_slurm_tui.core.kpi_series import clean_kpis
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.shown import shown
+from tao_slurm_tui.core.status_json import duration_words
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.monitor import MIN_INTERVAL
@@ -64,12 +70,10 @@ def format_table(jobs: list[JobRecord]) -> str:
 
 def _row(job: JobRecord, label: str) -> tuple[str, str, str, str, str, str, str]:
     progress = ""
-    if job.progress.epoch is not None:
-        progress = f"epoch {job.progress.epoch}"
-        if job.progress.max_epoch:
-            progress += f"/{job.progress.max_epoch}"
-        if job.progress.eta:
-            progress += f" eta {job.progress.eta}"
+    if job.progress.epoch_text:
+        progress = f"epoch {job.progress.epoch_text}"
+        if job.progress.eta and not job.status.terminal:
+            progress += f" eta {duration_words(job.progress.eta)}"
     return (
         label,
         str(job.status),
@@ -81,12 +85,24 @@ def _row(job: JobRecord, label: str) -> tuple[str, str, str, str, str, str, str]
     )
 
 
-def _job_json(job: JobRecord, usage: dict[str, Usage]) -> dict[str, object]:
+def _job_json(
+    job: JobRecord, usage: dict[str, Usage], runs: dict[str, JobRuns]
+) -> dict[str, object]:
     data: dict[str, object] = dict(job.status_json())
     found = usage.get(job.id)
-    # Added key (the contract only grows): what a finished job used, None until then.
+    # Added keys (the contract only grows): what a finished job used, None until then; the
+    # latest KPIs; a TAO training's runs across slices and its forecast (None for other jobs).
     data["usage"] = found.to_json() if found else None
+    data["kpi"] = clean_kpis(job.progress.kpi)
+    training = runs.get(job.id)
+    data["runs"] = training.to_json() if training else None
+    data["forecast"] = training.forecast.to_json() if training and training.forecast else None
     return data
+
+
+async def _add_runs(backend: Backend, jobs: list[JobRecord]) -> dict[str, JobRuns]:
+    trainings = [j.id for j in jobs if is_training(j)]
+    return await backend.job_runs(trainings) if trainings else {}
 
 
 async def _add_usage(backend: Backend, jobs: list[JobRecord], usage: dict[str, Usage]) -> str:
@@ -123,9 +139,14 @@ async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -
         jobs = list(reversed(jobs))  # oldest first, like the store
         if args.id:
             jobs = [j for j in jobs if j.id == args.id]
+        runs: dict[str, JobRuns] = {}
         if args.json and not error:
             error = await _add_usage(backend, jobs, usage)
-        text = json.dumps([_job_json(j, usage) for j in jobs]) if args.json else format_table(jobs)
+            runs = await _add_runs(backend, jobs)
+        if args.json:
+            text = json.dumps([_job_json(j, usage, runs) for j in jobs])
+        else:
+            text = format_table(jobs)
         if text != last or not args.watch:
             ctx.out(text)
             ctx.stdout.flush()

@@ -26,6 +26,7 @@ from tao_slurm_tui.core import images, partitions, quoting
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.shaping import Shape, shape_resources
+from tao_slurm_tui.core.train_command import checkpoint_dir
 from tao_slurm_tui.errors import BadInput
 
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ class LaunchPlan:
     """Self-requeues after ``timeout_hours`` (the profile's cap)."""
     require_sqsh: bool = False
     """Stop instead of falling back to the registry image when the SQSH file is bad."""
+    checkpoint_dir: str = ""
+    """Where a TAO training writes its checkpoints: the script requeues it after a timeout only
+    while runs write them (:mod:`tao_slurm_tui.core.train_command`); '' for other commands."""
 
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON data (stored with the job; :meth:`from_json` reads it back)."""
@@ -126,6 +130,7 @@ class LaunchPlan:
             "container_env": list(self.container_env),
             "max_timeout_requeues": self.max_timeout_requeues,
             "require_sqsh": self.require_sqsh,
+            "checkpoint_dir": self.checkpoint_dir,
         }
 
     @classmethod
@@ -157,6 +162,8 @@ class LaunchPlan:
                 container_env=tuple(str(x) for x in data["container_env"]),
                 max_timeout_requeues=int(data["max_timeout_requeues"]),
                 require_sqsh=bool(data["require_sqsh"]),
+                # Added later: plans stored before it have no check.
+                checkpoint_dir=str(data.get("checkpoint_dir", "")),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"damaged launch plan ({exc})") from None
@@ -278,6 +285,7 @@ def plan_step(
         container_env=tuple(container_env),
         max_timeout_requeues=profile.max_timeout_requeues,
         require_sqsh=profile.require_sqsh,
+        checkpoint_dir=checkpoint_dir(spec.command, paths) if spec.use_requeue else "",
     )
 
 

@@ -2,14 +2,17 @@
 
 ::
 
-    <base>/specs/<id>.json            TAO experiment spec
+    <base>/specs/<id>.json            the spec's [specs] table
+    <base>/specs/<id>.yaml            a [tao] job's experiment spec (TAO's -e file)
     <base>/env/<id>.json              environment (mode 0600: may hold secrets)
     <base>/meta/<id>.json             metadata (slurm ids, image, profile)
     <base>/entrypoints/job_<id>.sh    the spec's command, run by bash in the container
     <base>/sbatch/job_<id>.sbatch     the batch script
     <base>/slurm-logs/<job-name>-<slurm-id>/main.out|main.err
     <base>/slurm-logs/<job-name>-<slurm-id>/events    run starts and ends (the batch script)
-    <base>/results/<id>/status.json   written by the container (TAO_API_RESULTS_DIR=<base>/results)
+    <base>/results/<id>/              the job's results dir (TAO_API_RESULTS_DIR=<base>/results)
+    <base>/results/<id>/<subtask>/    what TAO writes there: status.json, experiment.yaml,
+                                      checkpoints (train/<model>_latest.pth), lightning_logs/
 
 The SLURM job name is the job id, so ``%x-%j`` in ``--output`` expands to ``<id>-<slurm-id>``.
 """
@@ -108,6 +111,11 @@ class JobPaths:
         return self._join("specs", f"{self.job_id}.json")
 
     @property
+    def tao_spec_yaml(self) -> str:
+        """``<base>/specs/<id>.yaml``: a ``[tao]`` job's experiment spec, checked and staged."""
+        return self._join("specs", f"{self.job_id}.yaml")
+
+    @property
     def env_json(self) -> str:
         """``<base>/env/<id>.json`` (write with mode 0600)."""
         return self._join("env", f"{self.job_id}.json")
@@ -129,8 +137,20 @@ class JobPaths:
 
     @property
     def status_json(self) -> str:
-        """``<base>/results/<id>/status.json``."""
+        """``<base>/results/<id>/status.json``: where a command that is not TAO's may write
+        one. TAO itself writes :meth:`subtask_status_json`; the monitor reads both."""
         return self._join("results", self.job_id, "status.json")
+
+    def subtask_dir(self, subtask: str) -> str:
+        """``<base>/results/<id>/<subtask>``: where TAO 7.3 writes a subtask's files when
+        ``results_dir=<base>/results/<id>`` (its ``update_results_dir`` appends the subtask)."""
+        if not subtask or "/" in subtask or subtask in {".", ".."}:
+            raise ValueError(f"not a TAO subtask: {subtask!r}")
+        return self._join("results", self.job_id, subtask)
+
+    def subtask_status_json(self, subtask: str) -> str:
+        """``<base>/results/<id>/<subtask>/status.json``: TAO's status file of that subtask."""
+        return f"{self.subtask_dir(subtask)}/status.json"
 
     # ------------------------------------------------------------------ logs
 
@@ -176,3 +196,8 @@ class JobPaths:
         """``events`` of one attempt: a line when each run starts and when it ends, written by
         the batch script (:mod:`tao_slurm_tui.core.run_events`)."""
         return f"{self.log_dir(slurm_job_id)}/events"
+
+    def requeue_stop(self, slurm_job_id: str) -> str:
+        """``requeue.stop`` of one attempt: the monitor's reason the batch script must not
+        requeue a training that makes no progress (read at the next timeout)."""
+        return f"{self.log_dir(slurm_job_id)}/requeue.stop"

@@ -29,27 +29,60 @@ class TaoStatus(StrEnum):
 
 @dataclass
 class Progress:
-    """Training progress read from ``status.json`` (all optional)."""
+    """Training progress read from ``status.json`` (all optional).
+
+    ``epoch`` and ``max_epoch`` are kept as TAO writes them: TAO's Lightning status callback
+    writes, at the end of each epoch, its 0-based index (``epoch``) and the index of the last
+    one (``max_epoch`` = epochs - 1). A researcher counts epochs done out of epochs asked for:
+    :attr:`epochs_done`, :attr:`epochs_total` and :attr:`epoch_text` say that (after two of
+    three epochs TAO writes ``epoch 1, max_epoch 2``: shown as ``2/3``).
+    """
 
     epoch: int | None = None
-    """Current epoch (the container's count)."""
+    """0-based index of the last epoch that ended (TAO's ``epoch``)."""
     max_epoch: int | None = None
-    """Total epochs."""
+    """0-based index of the last epoch of the run (TAO's ``max_epoch`` = epochs - 1)."""
     eta: str | None = None
-    """Estimated time left, as the container wrote it."""
+    """Estimated time left, as the container wrote it (a ``timedelta`` string, ``0:03:21.5``)."""
     kpi: dict[str, Any] = field(default_factory=dict)
     """Latest KPIs (loss, mAP, ...)."""
     status: str | None = None
-    """Last ``status`` value (STARTED, RUNNING, SUCCESS, FAILURE, SKIPPED)."""
+    """Last ``status`` value (STARTED, RUNNING, SUCCESS, FAILURE, SKIPPED, or another word)."""
     message: str | None = None
-    """Last ``message``."""
+    """Last ``message`` (its first line)."""
+    time_per_epoch: str | None = None
+    """Duration of the last epoch, as the container wrote it (``0:10:18.004311``)."""
+    runs: dict[str, Any] = field(default_factory=dict)
+    """A TAO training's runs across wall-time slices and whether each resumed
+    (:meth:`tao_slurm_tui.core.runs.RunLedger.summary`); empty for other jobs."""
+
+    @property
+    def epochs_done(self) -> int | None:
+        """Epochs that ended (``epoch`` + 1), when an epoch line was seen."""
+        return None if self.epoch is None else max(0, self.epoch + 1)
+
+    @property
+    def epochs_total(self) -> int | None:
+        """Epochs of the run (``max_epoch`` + 1), when known."""
+        return None if self.max_epoch is None or self.max_epoch < 0 else self.max_epoch + 1
 
     @property
     def fraction(self) -> float | None:
-        """epoch / max_epoch in [0, 1], when both are known."""
-        if self.epoch is None or not self.max_epoch:
+        """Epochs done / epochs of the run in [0, 1], when both are known."""
+        done, total = self.epochs_done, self.epochs_total
+        if done is None or not total:
             return None
-        return max(0.0, min(1.0, self.epoch / self.max_epoch))
+        return max(0.0, min(1.0, done / total))
+
+    @property
+    def epoch_text(self) -> str:
+        """``2/3`` (epochs done of the run's), ``2/?`` when the total is unknown, '' before the
+        first epoch ended."""
+        done = self.epochs_done
+        if done is None:
+            return ""
+        total = self.epochs_total
+        return f"{done}/{total if total is not None else '?'}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (for the store)."""
@@ -60,6 +93,8 @@ class Progress:
             "kpi": self.kpi,
             "status": self.status,
             "message": self.message,
+            "time_per_epoch": self.time_per_epoch,
+            "runs": self.runs,
         }
 
     @classmethod
@@ -73,6 +108,8 @@ class Progress:
             kpi=dict(data.get("kpi") or {}),
             status=data.get("status"),
             message=data.get("message"),
+            time_per_epoch=data.get("time_per_epoch"),
+            runs=dict(data.get("runs") or {}),
         )
 
 

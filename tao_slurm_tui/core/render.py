@@ -17,6 +17,7 @@ import jinja2
 
 from tao_slurm_tui.core import images, quoting
 from tao_slurm_tui.core.launch import LaunchExtras, LaunchPlan, registry_of
+from tao_slurm_tui.core.train_command import MAX_NO_PROGRESS
 from tao_slurm_tui.resources import templates_dir
 
 if TYPE_CHECKING:
@@ -159,6 +160,8 @@ def template_context(
         "infra_check": check.rstrip("\n") if plan.use_requeue else "",
         "max_retries": max_retries,
         "max_timeout_requeues": plan.max_timeout_requeues,
+        "checkpoint_dir": plan.checkpoint_dir if plan.use_requeue else "",
+        "max_no_progress": MAX_NO_PROGRESS,
         "registry": registry,
         "sqsh_fallback": extras.sqsh_fallback,
         "require_sqsh": plan.require_sqsh,

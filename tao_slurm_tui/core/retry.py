@@ -366,6 +366,9 @@ def classify(
         return RetryDecision(
             False, f"The job ended {state} and its log could not be read, so it is not retried."
         )
+    stop = script_stop(log_tail_lines)
+    if stop:
+        return RetryDecision(False, f"Not requeued: {stop}", "not requeued")
     never = find_match(log_tail_lines, NEVER_RETRY_PATTERNS)
     if never is not None and never.pattern.family == NGC_KEY_REFUSED:
         return RetryDecision(False, NGC_KEY_REFUSED_REASON, never.pattern.family, never.line)
@@ -390,6 +393,19 @@ def classify(
             False, f"Infrastructure failure ({family}) but {used}.", family, infra.line
         )
     return RetryDecision(True, f"Infrastructure failure ({family}); retrying.", family, infra.line)
+
+
+SCRIPT_STOP = "[tao-slurm-tui] not requeued: "
+"""How the batch script says why it did not requeue itself (a TAO training that makes no
+progress across slices, the timeout cap, a failing ``scontrol requeue``)."""
+
+
+def script_stop(lines: Sequence[str]) -> str:
+    """The batch script's last reason for not requeuing itself ('' when it gave none)."""
+    for line in reversed(lines):
+        if SCRIPT_STOP in line:
+            return line.split(SCRIPT_STOP, 1)[1].strip()[:1000]
+    return ""
 
 
 def _not_retried(state: str) -> str:

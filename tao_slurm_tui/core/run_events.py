@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from tao_slurm_tui.core.quoting import quote
-from tao_slurm_tui.core.tick_reads import READ_TIMEOUT, disguised, regular_files_tail
+from tao_slurm_tui.core.tick_reads import READ_TIMEOUT, disguised
 
 MARK = "@@tao-ev:"
 """Prefix of the marker lines of the events part (followed by the command's nonce)."""
@@ -103,7 +103,7 @@ def events_parts(paths: Sequence[str], known: str, ask: bool, nonce: str) -> lis
     # (stat of a FIFO does not open it; a missing file prints nothing: the sizes change)
     stat = f"$(stat -L --printf '%s,' -- {names} 2>/dev/null)" if paths else "''"
     changed = f'[ "$es" != {quote(known)} ]'
-    tail = f"{regular_files_tail(list(paths), EVENTS_TAIL, nonce)}; printf '\\n'"
+    tail = f"{_files_tail(names)}; printf '\\n'"
     return [
         f"em={quote(marker(nonce))}",
         f't=; if command -v timeout >/dev/null 2>&1; then t="timeout {READ_TIMEOUT}"; fi',
@@ -115,6 +115,16 @@ def events_parts(paths: Sequence[str], known: str, ask: bool, nonce: str) -> lis
         f'if {ASK_CONDITION}; then printf "%snow %s\\n" "$em" "$(date \'+%s %z\')"; fi',
         'printf "%sdone\\n" "$em"',
     ]
+
+
+def _files_tail(names: str) -> str:
+    """Shell text: one bounded, timed ``tail -v -c`` over those of the (quoted, disguised)
+    ``names`` that are regular, readable files."""
+    return (
+        f'set --; for f in {names}; do if [ -f "$f" ] && [ -r "$f" ]; then set -- "$@" "$f"; '
+        f'fi; done; if [ "$#" -gt 0 ]; then $t tail -v -c {EVENTS_TAIL} -- "$@" 2>/dev/null; '
+        "fi; true"
+    )
 
 
 def parse_event_line(line: str) -> RunEvent | None:

@@ -1,14 +1,23 @@
 """TAO's ``status.json``: JSON lines read incrementally, summarized into progress and a verdict.
 
-A TAO container appends one JSON object per line to ``results/<id>/status.json``: ``date``,
-``time``, ``status`` (STARTED, RUNNING, SUCCESS, FAILURE, SKIPPED), ``verbosity``, and optionally
-``message``, ``kpi``, ``epoch``, ``max_epoch``, ``eta`` and more. The file is read like a log (new
-bytes only), so the last line may be incomplete; lines that are not JSON objects are skipped.
+TAO 7.3 appends one JSON object per line to ``<results_dir>/<subtask>/status.json``
+(``results/<id>/train/status.json``; where the product looks: :mod:`.tick_reads`): ``date``,
+``time``, ``status`` (STARTED, RUNNING, FAILURE, SKIPPED; SUCCESS is in TAO's enum but its
+training path never writes it), ``verbosity``, and optionally ``message``, ``kpi`` and, at each
+epoch end, ``epoch`` (0-based), ``max_epoch`` (epochs - 1), ``step``, ``max_step``,
+``time_per_epoch``, ``time_per_step`` and ``eta`` (``timedelta`` strings such as ``0:03:21.5``).
+
+A run that succeeds ends with RUNNING "Training loop complete." / "Train finished successfully."
+and exit 0: no SUCCESS line. A run that fails writes FAILURE with TAO's prefix ("Configuration
+error: ...", "Parameter validation error: ...", "File system error: ...") and exits 1. The file
+is read like a log (new bytes only), so the last line may be incomplete; lines that are not JSON
+objects are skipped.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -26,8 +35,6 @@ MAX_KPI_KEY_CHARS = 64
 """A longer KPI name is cut."""
 MAX_KPI_TEXT_CHARS = 64
 """A KPI written as text (DINO and RT-DETR write mAP as strings) is cut to this."""
-MAX_MESSAGE_CHARS = 2000
-"""``message`` kept (a configuration dump or a traceback is cut, with "…")."""
 MAX_WORD_CHARS = 64
 """``status`` and ``eta`` kept."""
 
@@ -141,9 +148,10 @@ class StatusSummary:
 
     def __init__(self) -> None:
         self.progress = Progress()
-        """Latest epoch, max_epoch, eta, merged KPIs, last status and message."""
+        """Latest epoch, max_epoch, eta, time per epoch, merged KPIs, last status and message."""
         self.terminal: Terminal | None = None
-        """The last SUCCESS or FAILURE status seen, if any."""
+        """The verdict of the last run in the file: its SUCCESS or FAILURE line, if any. A
+        STARTED line (a run that began again, e.g. resumed after a requeue) clears it."""
         self.terminal_message = ""
         """The message of that entry."""
 
@@ -152,23 +160,26 @@ class StatusSummary:
         p = self.progress
         for entry in entries:
             status = entry.get("status")
-            message = entry.get("message")
-            if isinstance(status, str) and status:
-                p.status = _cut(status.upper(), MAX_WORD_CHARS)
-                if p.status in ("SUCCESS", "FAILURE"):
+            message = first_line(entry.get("message"))
+            if isinstance(status, str) and status.strip():
+                p.status = _cut(status.strip().upper(), MAX_WORD_CHARS)
+                if p.status == "STARTED":
+                    self.terminal, self.terminal_message = None, ""
+                elif p.status in ("SUCCESS", "FAILURE"):
                     self.terminal = "SUCCESS" if p.status == "SUCCESS" else "FAILURE"
-                    self.terminal_message = _cut(message, MAX_MESSAGE_CHARS) if message else ""
-            if message not in (None, ""):
-                p.message = _cut(message, MAX_MESSAGE_CHARS)
+                    self.terminal_message = message
+            if message:
+                p.message = message
             epoch = _as_int(entry.get("epoch"))
             if epoch is not None:
                 p.epoch = epoch
             max_epoch = _as_int(entry.get("max_epoch"))
             if max_epoch is not None:
                 p.max_epoch = max_epoch
-            eta = entry.get("eta")
-            if eta not in (None, ""):
-                p.eta = _cut(eta, MAX_WORD_CHARS)
+            for key in ("eta", "time_per_epoch"):
+                value = entry.get(key)
+                if value not in (None, ""):
+                    setattr(p, key, _cut(value, MAX_WORD_CHARS))
             kpi = entry.get("kpi")
             if isinstance(kpi, Mapping):
                 # KPIs arrive piecemeal (loss each epoch, mAP at validation): keep each latest.
@@ -182,13 +193,31 @@ class StatusSummary:
         return self.progress.message or ""
 
 
+MESSAGE_CHARS = 300
+"""A message is kept to its first line and this many characters: TAO also logs its whole
+experiment configuration as one message ("Experiment configuration:\n<yaml>")."""
+MAX_MESSAGE_CHARS = MESSAGE_CHARS
+"""``message`` kept (a configuration dump or a traceback is cut to its first line, with "…")."""
+
+
+def first_line(message: Any) -> str:
+    """The first non-empty line of a status message, bounded ('' for none)."""
+    if message in (None, ""):
+        return ""
+    for line in str(message).splitlines():
+        if line.strip():
+            text = line.strip()
+            return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
+    return ""
+
+
 def summarize(
     entries: Iterable[Mapping[str, Any]],
 ) -> tuple[Progress, Terminal | None, str]:
     """Summarize ``status.json`` entries.
 
     Returns:
-        (progress, terminal, message): ``terminal`` is the LAST SUCCESS/FAILURE status (None if
+        (progress, terminal, message): ``terminal`` is the verdict of the last run (None if
         there is none) and ``message`` its message (or the last message when there is none).
     """
     summary = StatusSummary()
@@ -197,13 +226,76 @@ def summarize(
 
 
 def resolve_completed(terminal: Terminal | None, message: str) -> tuple[TaoStatus, str]:
-    """TAO status of a job SLURM reports COMPLETED, given what ``status.json`` said.
+    """TAO status of a job SLURM reports COMPLETED (exit 0), given what ``status.json`` said.
 
-    SUCCESS → Complete; FAILURE → Error with the container's message; nothing (no file, or a
-    command that does not write one) → Complete, since the command exited 0.
+    FAILURE → Error with the container's message; SUCCESS, or no verdict at all → Complete. TAO
+    7.3 never writes SUCCESS: a run that succeeded ends with RUNNING "Train finished
+    successfully." and exit 0, which is Complete with that message. No file at all (a command
+    that does not write one) is Complete too: the command exited 0.
     """
     if terminal == "FAILURE":
         return TaoStatus.ERROR, message or "the TAO container reported FAILURE in status.json"
-    if terminal == "SUCCESS":
-        return TaoStatus.COMPLETE, message
-    return TaoStatus.COMPLETE, message or "finished with exit code 0 (no verdict in status.json)"
+    return TaoStatus.COMPLETE, message or "finished with exit code 0"
+
+
+STATUS_WORDS = {
+    "STARTED": "started",
+    "RUNNING": "running",
+    "SUCCESS": "succeeded",
+    "FAILURE": "failed",
+    "SKIPPED": "skipped",
+}
+"""TAO's status values in words; any other value is shown as written."""
+
+
+def status_words(status: str | None) -> str:
+    """A ``status`` value of status.json for display ('' for none); an unknown value (a newer
+    TAO's) is shown as written, bounded and on one line."""
+    if not status:
+        return ""
+    known = STATUS_WORDS.get(status.upper())
+    return known if known is not None else first_line(status)[:40]
+
+
+# ----------------------------------------------------------------------------------- durations
+
+_TIMEDELTA = re.compile(
+    r"^\s*(?:(?P<days>-?\d+) days?, )?(?P<h>\d+):(?P<m>\d{1,2}):(?P<s>\d{1,2}(?:\.\d+)?)\s*\Z"
+)
+
+
+def parse_timedelta(text: str | None) -> float | None:
+    """Seconds in a duration as TAO writes it (Python's ``str(timedelta)``: ``0:03:21.5``,
+    ``0:10:18.004311``, ``1 day, 2:00:00``); a bare number of seconds is accepted too. None for
+    anything else."""
+    if text is None:
+        return None
+    value = str(text).strip()
+    match = _TIMEDELTA.match(value)
+    if match is None:
+        try:
+            seconds = float(value)
+        except ValueError:
+            return None
+        return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
+    days = int(match["days"] or 0)
+    total = days * 86400 + int(match["h"]) * 3600 + int(match["m"]) * 60 + float(match["s"])
+    return max(0.0, total)
+
+
+def duration_words(text: str | None) -> str:
+    """A TAO duration for people: ``3m 21s``, ``1h 02m``, ``2d 4h``, ``0.3s``; the text as
+    written when it is no duration ('' for none)."""
+    seconds = parse_timedelta(text)
+    if seconds is None:
+        return first_line(text)[:20]
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h {whole // 60 % 60:02d}m"
+    return f"{whole // 86400}d {whole // 3600 % 24}h"

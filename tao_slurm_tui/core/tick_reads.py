@@ -8,12 +8,21 @@ lines of ``main.out``/``main.err`` for the retry rules, the reason the batch scr
 requeued itself, and the size of the partition for ``--exclude``. Every part is framed by marker
 lines (:func:`marker`), so one missing file costs only its own part.
 
+Where ``status.json`` is: TAO 7.3 writes it to ``<results_dir>/<subtask>/status.json``
+(``results/<id>/train/status.json``: its ``update_results_dir`` appends the subtask), and NVIDIA's
+own job handler finds it by searching the results dir. The reads here ask, per job, for
+``<results_dir>/status.json`` and ``<results_dir>/*/status.json`` (the directories a glob the
+login host's shell expands; one that matches nothing costs nothing), and
+:func:`split_status_tails` gives each job its files' text, oldest run first (a free-form command
+may run train, then evaluate).
+
 What the files hold is written by whatever runs in the job, so nothing in them may steer the
 parse or stall the read:
 
 - The marker lines carry a nonce the caller draws per command (never written anywhere a job
   can read it first), and ``tail -v``'s ``==> NAME <==`` headers name each file by a spelling
-  of its path only this command knows (:func:`disguised`): a line of one job's file cannot
+  of its path only this command knows (:func:`disguised`; appended to each directory the glob
+  found, never globbed itself: bash would fold its slashes): a line of one job's file cannot
   open another job's section or end the output early.
 - Only regular, readable files are read (``test -f``: a FIFO, a device or a symlink to one is
   skipped, so a job that replaces its ``status.json`` with a FIFO cannot block the tick), every
@@ -23,6 +32,8 @@ parse or stall the read:
 
 from __future__ import annotations
 
+import json
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -80,22 +91,27 @@ def script(parts: Sequence[str], nonce: str) -> str:
     return join(["sh", "-c", "; ".join([*prelude, *parts, "printf '%send\\n' \"$M\""])])
 
 
-def regular_files_tail(paths: Sequence[str], nbytes: int, nonce: str) -> str:
-    """Shell text: one bounded ``tail -v -c`` over those of ``paths`` that are regular,
-    readable files, each named by its :func:`disguised` spelling."""
-    names = " ".join(quote(disguised(p, nonce)) for p in paths)
+def status_files_tail(results_dirs: Sequence[str], nbytes: int, nonce: str) -> str:
+    """Shell text: one bounded ``tail -v -c`` over every ``status.json`` of the jobs whose
+    results dirs are given -- the dir's own and its subtasks' (``<dir>/*/status.json``) --
+    that is a regular, readable file, each named by its :func:`disguised` spelling."""
+    suffix = quote(disguised("/status.json", nonce))
+    dirs = " ".join(
+        f"{quote(d)} {quote(d)}/*" for d in (r.rstrip("/") or "/" for r in results_dirs)
+    )
     return (
-        f'set --; for f in {names}; do if [ -f "$f" ] && [ -r "$f" ]; then set -- "$@" "$f"; '
-        f'fi; done; if [ "$#" -gt 0 ]; then $t tail -v -c {int(nbytes)} -- "$@" 2>/dev/null; '
-        "fi; true"
+        f'set --; for d in {dirs}; do f="$d"{suffix}; if [ -f "$f" ] && [ -r "$f" ]; then '
+        f'set -- "$@" "$f"; fi; done; if [ "$#" -gt 0 ]; then $t tail -v -c {int(nbytes)} -- '
+        '"$@" 2>/dev/null; fi; true'
     )
 
 
-def status_tail_command(paths: dict[str, str], nbytes: int, nonce: str) -> str:
-    """One ``tail -v`` over every ``status.json`` (one process, headers name the files)."""
-    if not paths:
+def status_tail_command(results_dirs: dict[str, str], nbytes: int, nonce: str) -> str:
+    """One ``tail -v`` over every ``status.json`` of the jobs (job id → results dir): one
+    process, its headers name the files."""
+    if not results_dirs:
         return ""
-    body = regular_files_tail(list(paths.values()), nbytes, nonce)
+    body = status_files_tail(list(results_dirs.values()), nbytes, nonce)
     return script(["printf '%sstatus\\n' \"$M\"", body], nonce)
 
 
@@ -119,20 +135,62 @@ def parse_sections(text: str, nonce: str) -> dict[tuple[str, str], list[str]]:
     return sections
 
 
-def split_tail_v(lines: Sequence[str], paths: dict[str, str], nonce: str) -> dict[str, str]:
-    """Split ``tail -v`` output into ``{job id: text}`` using the ``==> name <==`` headers of
-    the :func:`disguised` names (a header a file's content imitates names no file here)."""
-    by_name = {f"==> {disguised(p, nonce)} <==": j for j, p in paths.items()}
-    out: dict[str, list[str]] = {}
+def split_status_tails(
+    lines: Sequence[str], results_dirs: dict[str, str], nonce: str
+) -> dict[str, str]:
+    """Split ``tail -v`` output of :func:`status_files_tail` into ``{job id: text}``.
+
+    Only a header with this command's :func:`disguised` spelling of ``/status.json`` opens a
+    file (a header a file's content imitates is that file's content): ``<dir>`` or
+    ``<dir>/<subtask>`` before it names the job whose results dir is ``<dir>``. A job with
+    several files gets them oldest run first (by the time stamp of each file's last line), so
+    the latest run's lines come last.
+    """
+    tail = f"{disguised('/status.json', nonce)} <=="
+    owner = {d.rstrip("/") or "/": j for j, d in results_dirs.items()}
+    files: dict[str, list[list[str]]] = {}
     current: list[str] | None = None
     for line in lines:
-        job_id = by_name.get(line)
-        if job_id is not None and job_id not in out:
-            current = out.setdefault(job_id, [])
-            continue
+        if line.startswith("==> ") and line.endswith(tail):
+            job = _owner_of(line[4 : -len(tail)], owner)
+            if job is not None:
+                current = []
+                files.setdefault(job, []).append(current)
+                continue
         if current is not None:
             current.append(line)
-    return {j: "\n".join(v) for j, v in out.items()}
+    out: dict[str, str] = {}
+    for job, parts in files.items():
+        texts = ["\n".join(body) for body in parts]
+        texts.sort(key=_last_stamp)  # stable: files without a stamp keep tail's order
+        out[job] = "\n".join(texts)
+    return out
+
+
+def _owner_of(directory: str, owner: dict[str, str]) -> str | None:
+    """The job whose results dir is ``directory`` or its parent (a subtask's)."""
+    if directory in owner:
+        return owner[directory]
+    return owner.get(posixpath.dirname(directory))
+
+
+def _last_stamp(text: str) -> tuple[int, ...]:
+    """(year, month, day, hour, minute, second) of the last line with TAO's ``date``
+    (``12/1/2026``) and ``time`` (``9:5:3``); () when there is none."""
+    for line in reversed(text.splitlines()[-20:]):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        try:
+            month, day, year = (int(x) for x in str(entry.get("date", "")).split("/"))
+            hour, minute, second = (int(float(x)) for x in str(entry.get("time", "")).split(":"))
+        except ValueError:
+            continue
+        return (year, month, day, hour, minute, second)
+    return ()
 
 
 # ----------------------------------------------------------------------------------- round two
@@ -144,7 +202,8 @@ class FinishedReads:
     order of the script's parts)."""
 
     status: dict[str, str] = field(default_factory=dict)
-    """``status.json`` paths of COMPLETED jobs that round one did not read."""
+    """Results dirs of finished jobs whose ``status.json`` files round one did not read (a
+    COMPLETED job's verdict, a FAILED job's FAILURE message)."""
     logs: dict[str, tuple[str, str]] = field(default_factory=dict)
     """``(main.out, main.err)`` of failed attempts, for :func:`~.retry.classify`."""
     requeue: dict[str, str] = field(default_factory=dict)
@@ -198,7 +257,7 @@ def finished_reads_command(reads: FinishedReads, nonce: str) -> str:
             body = _last_lines(reads.requeue[job_id], REASON_TAIL_BYTES, 1)
             parts.append(section("requeue", job_id, body))
     if reads.status:
-        tail = regular_files_tail(list(reads.status.values()), STATUS_TAIL_FINAL, nonce)
+        tail = status_files_tail(list(reads.status.values()), STATUS_TAIL_FINAL, nonce)
         parts.append(f"printf '%sstatus\\n' \"$M\"; {tail}; printf '\\n'")
     for partition in sorted(reads.partitions):
         sinfo = join(["sinfo", "-h", "-p", partition, "-o", "%n"]) + " 2>/dev/null"
@@ -215,7 +274,7 @@ def parse_finished_reads(stdout: str, reads: FinishedReads, nonce: str) -> Finis
     if f"{marker(nonce)}end" not in stdout.split("\n"):
         raise ValueError("the output has no end marker")
     sections = parse_sections(stdout, nonce)
-    statuses = split_tail_v(sections.get(("status", ""), []), reads.status, nonce)
+    statuses = split_status_tails(sections.get(("status", ""), []), reads.status, nonce)
     answers = FinishedAnswers(
         status={j: statuses.get(j, "") for j in reads.status},
         out={j: _log_lines(sections.get(("out", j))) for j in reads.logs},

@@ -44,9 +44,11 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
     """Every screen's bindings as (title, rows), with the user's keymap applied."""
     # Imported here: the screens import this module for the help screen.
     from tao_slurm_tui.screens.capacity import CapacityScreen
+    from tao_slurm_tui.screens.compare import CompareScreen
     from tao_slurm_tui.screens.composer import ComposerScreen
     from tao_slurm_tui.screens.history import HistoryScreen
     from tao_slurm_tui.screens.job_output import JobOutputScreen
+    from tao_slurm_tui.screens.job_view import JobViewScreen
     from tao_slurm_tui.screens.logs import LogsScreen
     from tao_slurm_tui.screens.onboarding import OnboardingScreen
     from tao_slurm_tui.screens.overview import OverviewScreen
@@ -60,6 +62,8 @@ def binding_tables(keymap: Mapping[str, str] | None = None) -> list[tuple[str, l
         ("Queue", [*QueueScreen.BINDINGS, *JobTable.BINDINGS]),
         ("Composer", ComposerScreen.BINDINGS),
         ("Logs", [*LogsScreen.BINDINGS, *LogView.BINDINGS]),
+        ("Training runs and curves", JobViewScreen.BINDINGS),
+        ("Compare runs", CompareScreen.BINDINGS),
         ("Set-up", OnboardingScreen.BINDINGS),
         ("GPUs free", CapacityScreen.BINDINGS),
         ("All clusters", OverviewScreen.BINDINGS),

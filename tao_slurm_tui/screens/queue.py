@@ -12,12 +12,11 @@ Nothing calls a redraw: setting the state is enough.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.notifications import Notification, Notify
 from textual.reactive import var
@@ -38,12 +37,7 @@ from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
 from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
-
-if TYPE_CHECKING:
-    from tao_slurm_tui.screens.pipeline_cancel import CancelChoice
-
-# The screens this one opens (composer, logs, modals) are imported when first opened: the
-# queue is the first frame, and they are not in it (issue 23: first frame before later screens).
+from tao_slurm_tui.widgets.runs_panel import RunsPanel
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -53,6 +47,7 @@ _SEVERITY = {
     "failed": "error",
     "canceled": "warning",
     "retried": "warning",
+    "stalled": "warning",
 }
 
 
@@ -90,6 +85,9 @@ class QueueScreen(Screen[None]):
         Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
         Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
         Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
+        Binding("o", "job_view", "Curves", show=False, id="queue.job_view"),
+        Binding("t", "tensorboard", "TensorBoard", show=False, id="queue.tensorboard"),
+        Binding("v", "compare", "Compare", show=False, id="queue.compare"),
         Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
     ]
 
@@ -111,6 +109,10 @@ class QueueScreen(Screen[None]):
         def control(self) -> QueueScreen:
             """The queue that polled."""
             return self.screen
+
+    # The app's breakpoints, and one more: from 150 columns a training's curves fit beside
+    # the job's details without squeezing its attempts table.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (150, "-very-wide")]
 
     table = getters.query_one("#jobs", JobTable)
     detail = getters.query_one("#detail", JobDetail)
@@ -181,8 +183,10 @@ class QueueScreen(Screen[None]):
         yield JobTable(id="jobs").data_bind(
             job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle
         )
-        with VerticalScroll(id="detail-box"):
+        with VerticalScroll(id="detail-box"), Horizontal(id="detail-row"):
             yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
+            # A TAO training's runs, forecast and KPI curves: beside the details when wide.
+            yield RunsPanel(self.ctx.backend, id="runs").data_bind(view=QueueScreen.detail_view)
         yield AppFooter()
 
     def on_mount(self) -> None:
@@ -193,27 +197,19 @@ class QueueScreen(Screen[None]):
 
     # ------------------------------------------------------------------ derived state
     def _wanted(self, jobs: list[JobRecord], finished: bool, text: str) -> bool:
-        """Show these jobs (one job, or every step of a pipeline: shown or hidden together),
-        with finished ones shown or not and this filter text?"""
+        """Show these jobs (one, or a pipeline's steps: together) by ``finished`` and ``text``?"""
         return (finished or any(not job.status.terminal for job in jobs)) and (
             not text or any(matches_filter(job, text) for job in jobs)
         )
 
     def _update_rows(self) -> None:
         """The rows for the snapshot, the filter, finished shown or not, collapsed pipelines."""
-        # Read once: a reactive's read is not free, and this runs for every job of the queue.
-        finished, text = self.show_finished, self.filter_text
-        wanted = {
-            pid for pid, p in self.pipelines.items() if self._wanted(list(p.steps), finished, text)
-        }
+        f, t = self.show_finished, self.filter_text  # read once: a reactive's read costs
+        wanted = {pid for pid, p in self.pipelines.items() if self._wanted(list(p.steps), f, t)}
         jobs = [
             job
             for job in self.all_jobs.values()
-            if (
-                job.pipeline_id in wanted
-                if job.pipeline_id
-                else self._wanted([job], finished, text)
-            )
+            if (job.pipeline_id in wanted if job.pipeline_id else self._wanted([job], f, t))
         ]
         self.shown_count = len(jobs)
         self.rows = tuple(queue_rows(jobs, self.collapsed))
@@ -478,6 +474,30 @@ class QueueScreen(Screen[None]):
         box = self.query_one("#detail-box")
         box.display = not box.display
 
+    def action_job_view(self) -> None:
+        """Open the selected training's runs and KPI curves at full size."""
+        job = self._selected()
+        if job is not None:
+            from tao_slurm_tui.screens.job_view import JobViewScreen
+
+            self.app.push_screen(JobViewScreen(self.ctx, job.id))
+
+    def action_tensorboard(self) -> None:
+        """Start (or stop) TensorBoard for the selected running training."""
+        job = self._selected()
+        if job is not None:
+            from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
+
+            toggle_tensorboard(self, self.ctx.backend, job)
+
+    def action_compare(self) -> None:
+        """Compare TAO trainings side by side (the selected one picked first)."""
+        job = self._row_job(self.table.cursor_job_id)
+        jobs = sorted(self.all_jobs.values(), key=lambda j: -j.created_at)
+        from tao_slurm_tui.screens.compare import CompareScreen
+
+        self.app.push_screen(CompareScreen(self.ctx, jobs, [job.id] if job else []))
+
     def action_logs(self) -> None:
         """Open the selected job's logs."""
         job = self._selected()
@@ -535,7 +555,7 @@ class QueueScreen(Screen[None]):
             return
 
         from tao_slurm_tui.screens.confirm import ConfirmModal
-        from tao_slurm_tui.screens.pipeline_cancel import PipelineCancelModal
+        from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
 
         pipeline = self._pipeline(job.pipeline_id)
         if pipeline is not None and len(pipeline.steps) > 1:

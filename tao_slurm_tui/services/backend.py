@@ -21,11 +21,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.compare import Comparison
 from tao_slurm_tui.core.job_output import JobOutput
+from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -35,6 +37,9 @@ from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.login_prompts import Prompter
+
+if TYPE_CHECKING:
+    from tao_slurm_tui.services.tao import TaoCatalogue
 
 ConnectionStateName = Literal[
     "disconnected", "connecting", "connected", "reconnecting", "awaiting code", "down"
@@ -204,6 +209,51 @@ class Backend(Protocol):
         """
         ...
 
+    async def job_runs(self, job_ids: list[str]) -> dict[str, JobRuns]:
+        """The runs of TAO trainings across wall-time slices: the run ledger (where each run
+        started, whether it resumed), the KPIs per epoch and the running slice's forecast.
+
+        What the trainings wrote since they were last read is read first (one command for all,
+        none for a running job the monitor follows). When the cluster cannot be reached the
+        stored runs are returned.
+
+        Raises:
+            BadInput: no job has one of these ids.
+        """
+        ...
+
+    async def compare(self, job_ids: list[str]) -> Comparison:
+        """TAO runs side by side: the experiment-spec keys that differ (each job's
+        ``experiment.yaml``, read in one command, else its submitted spec) and the last and
+        best value of every KPI.
+
+        Raises:
+            BadInput: fewer than two different ids, or no job has one of them.
+        """
+        ...
+
+    async def start_tensorboard(self, job_id: str) -> str:
+        """Start TensorBoard on a running TAO training's results (inside its allocation, in its
+        image) and forward a local port bound to 127.0.0.1 over the connection.
+
+        Returns:
+            The local URL (the running session's when there is one).
+
+        Raises:
+            BadInput: no job has this id, or it is not running.
+            OperationFailed: TensorBoard did not start, or the port could not be forwarded.
+        """
+        ...
+
+    async def stop_tensorboard(self, job_id: str) -> bool:
+        """Stop the job's TensorBoard (its step and the forwarded port); False if none ran."""
+        ...
+
+    def tensorboard_url(self, job_id: str) -> str | None:
+        """The local URL of the job's running TensorBoard (None: none runs, or it ended with
+        its job)."""
+        ...
+
     async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
         """What the given finished jobs used (latest attempt), by TAO id; one sacct call.
 
@@ -236,16 +286,29 @@ class Backend(Protocol):
         """A spec table with the profile's defaults, for a new job in the composer."""
         ...
 
-    def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
+    def resolve(self, draft: SpecDraft, *, names: bool = True, load_tao: bool = True) -> Resolution:
         """Check a draft against every rule and plan it on the profile (no network).
 
         The rules see what the back end knows now: the partitions' MaxTime as last fetched
         by :meth:`partition_limits` (else the cached or packaged list), the capacity report
         while it is fresh, and -- with ``names`` -- the jobs of the state DB (``render`` opens
-        no state DB, so it passes False).
+        no state DB, so it passes False). A ``[tao]`` table is checked against the profile's
+        TAO catalogue, opened (and a network's schema built) on first use -- unless
+        ``load_tao`` is False (the UI thread): then only what :meth:`tao` opened and built
+        already is used.
 
         Returns:
             The resolved job, or the problems by field (and as one sentence).
+        """
+        ...
+
+    def tao(self) -> TaoCatalogue:
+        """The profile's TAO catalogue, opened on first use (blocking: the first ever fetches
+        the pinned nvidia-tao-core wheel; call it from a worker thread in the TUI).
+
+        Raises:
+            BadInput: the profile pins a TAO version this product does not know.
+            OperationFailed: the wheel cannot be obtained.
         """
         ...
 
@@ -392,7 +455,7 @@ class Backend(Protocol):
 
 # ----------------------------------------------------------------------------------- helpers
 
-TransitionKind = Literal["finished", "failed", "canceled", "retried"]
+TransitionKind = Literal["finished", "failed", "canceled", "retried", "stalled"]
 """Job events worth a notification."""
 
 
@@ -414,7 +477,8 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
         after: The new records.
 
     Returns:
-        Finished / failed / canceled / retried events, in the order of ``after``.
+        Finished / failed / canceled / retried events, and stalled ones (a TAO training's run
+        that restarted without progress), in the order of ``after``.
     """
     events: list[Transition] = []
     for job in after:
@@ -430,6 +494,11 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
                     + (f": {job.message}" if job.message else "."),
                 )
             )
+        problem = str(job.progress.runs.get("problem") or "")
+        if problem and problem != old.progress.runs.get("problem"):
+            # A TAO training's run restarted without progress (core.runs).
+            stop = "; it will not be requeued again" if job.progress.runs.get("stop") else ""
+            events.append(Transition(job.id, "stalled", f"{job.id}: {problem}{stop}."))
         if job.status == old.status:
             continue
         if job.status is TaoStatus.COMPLETE:

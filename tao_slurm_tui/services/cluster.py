@@ -15,20 +15,25 @@ Nothing is opened until first use: ``render`` touches neither the network nor th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
+from tao_slurm_tui.core.compare import Comparison, column, compare
 from tao_slurm_tui.core.job_output import JobOutput
+from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import render_job, render_sbatch
+from tao_slurm_tui.core.run_reads import experiment_reads_command, parse_experiment_reads
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import (
     Resolution,
@@ -38,10 +43,12 @@ from tao_slurm_tui.core.spec import (
     default_spec,
     resolve,
 )
+from tao_slurm_tui.core.spec.slice_rule import similar_runs
+from tao_slurm_tui.core.spec.tao_stage import TaoContext, uses_tao
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
-from tao_slurm_tui.remote.connection import ConnectionState
+from tao_slurm_tui.remote.connection import ConnectionState, RemoteError
 from tao_slurm_tui.remote.share_server import ShareServer
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
@@ -53,8 +60,13 @@ from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
 from tao_slurm_tui.services.partitions import offline_limits
+from tao_slurm_tui.services.run_follow import training_dir
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
+from tao_slurm_tui.services.tensorboard import TensorBoards
+
+if TYPE_CHECKING:  # opened on first use: the CLI's start never loads the TAO modules
+    from tao_slurm_tui.services.tao import TaoCatalogue
 
 
 class ClusterBackend:
@@ -105,6 +117,7 @@ class ClusterBackend:
         self._poll_warning = ""
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
+        self._tao: TaoCatalogue | None = None
         self.capacities = CapacityCache(
             lambda: fetch_capacity(self.conn, user=self._profile.user),
             clock=clock or time.monotonic,
@@ -281,6 +294,70 @@ class ClusterBackend:
         """scancel every step of the pipeline that has not ended, in one command."""
         return await self.monitor.cancel_pipeline(pipeline_id)
 
+    async def job_runs(self, job_ids: list[str]) -> dict[str, JobRuns]:
+        """The trainings' runs, KPI series and forecasts (read up to now first)."""
+        jobs = [self.store.require(self._name, job_id) for job_id in job_ids]
+        follower = self.monitor.runs
+        # What is stored is still worth showing; the poll says when the cluster is away.
+        with contextlib.suppress(RemoteError):
+            await follower.catch_up(
+                self.conn, follower.behind(jobs), timeout=self._profile.command_timeout
+            )
+        now = self.clock()
+        out = {}
+        for job_id in job_ids:
+            job = self.store.require(self._name, job_id)
+            record = follower.record(job_id)
+            out[job_id] = JobRuns.of(job, record.ledger, follower.points(job_id), now)
+        return out
+
+    async def compare(self, job_ids: list[str]) -> Comparison:
+        """The jobs' spec differences and KPIs (one command reads the experiment specs)."""
+        ids = list(dict.fromkeys(i.strip() for i in job_ids if i.strip()))
+        if len(ids) < 2:
+            raise BadInput("Compare needs two or more different job ids, e.g. 'compare a b'.")
+        jobs = [self.store.require(self._name, job_id) for job_id in ids]
+        runs = await self.job_runs(ids)
+        root = self._profile.results_root
+        nonce = secrets.token_hex(8)
+        command = experiment_reads_command({j.id: training_dir(j, root) for j in jobs}, nonce)
+        notes: list[str] = []
+        specs: dict[str, str] = {}
+        try:
+            result = await self.conn.run_framed(command, timeout=self._profile.command_timeout)
+            specs = parse_experiment_reads(result.stdout, ids, nonce)
+        except (RemoteError, ValueError) as exc:
+            notes.append(f"The experiment specs could not be read ({exc}); compared as submitted.")
+        columns = [column(job, runs[job.id], specs.get(job.id)) for job in jobs]
+        notes += [
+            f"{c.job_id}: no experiment spec found, compared as submitted."
+            for c in columns
+            if c.source == "submitted spec"
+        ]
+        return compare(columns, notes)
+
+    @cached_property
+    def tensorboards(self) -> TensorBoards:
+        """TensorBoard sessions over the one connection."""
+        return TensorBoards(self.conn)
+
+    async def start_tensorboard(self, job_id: str) -> str:
+        """TensorBoard for a running training; its local URL."""
+        job = self.store.require(self._name, job_id)
+        logdir = training_dir(job, self._profile.results_root)
+        return (await self.tensorboards.start(job, logdir)).url
+
+    async def stop_tensorboard(self, job_id: str) -> bool:
+        """Stop the job's TensorBoard."""
+        return await self.tensorboards.stop(job_id)
+
+    def tensorboard_url(self, job_id: str) -> str | None:
+        """The job's TensorBoard URL while it runs."""
+        session = (
+            self.tensorboards.sessions.get(job_id) if "tensorboards" in self.__dict__ else None
+        )
+        return session.url if session is not None else None
+
     # ------------------------------------------------------------------ history
 
     async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
@@ -302,15 +379,44 @@ class ClusterBackend:
         """A new job with the profile's defaults."""
         return default_spec(self._profile)
 
-    def resolve(self, draft: SpecDraft, *, names: bool = True) -> Resolution:
-        """Every rule on the draft, with the limits, capacity and (``names``) jobs known now."""
+    def resolve(self, draft: SpecDraft, *, names: bool = True, load_tao: bool = True) -> Resolution:
+        """Every rule on the draft, with the limits, capacity, TAO catalogue and (``names``)
+        jobs known now; ``load_tao=False`` (the UI thread) never opens the TAO catalogue or
+        builds a schema: a ``[tao]`` table waits until a worker did (:meth:`tao`)."""
+        stored = self.store.list_jobs(self._name)
         context = ResolveContext(
             partition_limits=self._limits(),
-            jobs={job.id: job for job in self.store.list_jobs(self._name)} if names else {},
+            jobs={job.id: job for job in stored} if names else {},
             profile_name=self._name,
             capacity=self.capacities.fresh(),
+            tao=self._tao_context(draft, load_tao),
+            similar_runs=similar_runs(stored),
         )
         return resolve(draft, self._profile, context)
+
+    def tao(self) -> TaoCatalogue:
+        """The profile's TAO catalogue, opened on first use (the first ever fetches the pinned
+        nvidia-tao-core wheel): blocking, so a worker thread in the TUI.
+
+        Raises:
+            BadInput: the profile pins a TAO version this product does not know.
+            OperationFailed: the wheel cannot be obtained (offline: the sentence says how).
+        """
+        if self._tao is None:
+            from tao_slurm_tui.services.tao import open_tao
+
+            self._tao = open_tao(self.config, self._profile)
+        return self._tao
+
+    def _tao_context(self, draft: SpecDraft, load: bool) -> TaoContext | None:
+        if self._tao is None and not (load and uses_tao(draft.table)):
+            return None
+        catalogue = self.tao()
+        if load:
+            return TaoContext(catalogue, self._profile.results_root)
+        from tao_slurm_tui.services.tao import LoadedSchemasOnly
+
+        return TaoContext(LoadedSchemasOnly(catalogue), self._profile.results_root)
 
     def _limits(self) -> PartitionLimits:
         # The cluster's table once partition_limits() fetched it; before that the cached or
@@ -483,7 +589,10 @@ class ClusterBackend:
             yield batch
 
     async def close(self) -> None:
-        """Stop sharing, close the connection and the store (if it was opened)."""
+        """Stop the TensorBoards and sharing, close the connection and the store (if it was
+        opened)."""
+        if "tensorboards" in self.__dict__:
+            await self.tensorboards.close()
         if self._share is not None:
             await self._share.close()
         await self.conn.close()

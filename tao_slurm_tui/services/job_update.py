@@ -18,10 +18,13 @@ from tao_slurm_tui.core.models import JobRecord, Progress, TaoStatus
 from tao_slurm_tui.core.slurm import StateAction
 from tao_slurm_tui.core.slurm_poll import SlurmSnapshot
 from tao_slurm_tui.core.status_json import StatusJsonReader, StatusSummary, resolve_completed
+from tao_slurm_tui.core.tao_outcome import failure_reason
 from tao_slurm_tui.core.tick_reads import FinishedAnswers, FinishedReads, requeue_why
 from tao_slurm_tui.services.accounting_followup import AccountingFollowUp
 
-EventKind = Literal["state", "finished", "failed", "canceled", "retried", "requeued", "error"]
+EventKind = Literal[
+    "state", "finished", "failed", "canceled", "retried", "requeued", "error", "resume"
+]
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,13 @@ class JobUpdate:
         summary = self.fold_status(self.status_text or "")
         self.job.status, self.job.message = resolve_completed(summary.terminal, summary.message)
 
+    def tao_failure(self) -> str:
+        """Why TAO says the failed attempt failed: the FAILURE message of its ``status.json``
+        (its progress is folded in too), else Hydra's refusal of the spec in the log (a spec
+        error leaves no status.json); '' when neither says."""
+        summary = self.fold_status(self.status_text or "")
+        return failure_reason(summary.terminal, summary.message, self.log_tails)
+
     # ------------------------------------------------------------------ the second round trip
 
     @property
@@ -184,8 +194,9 @@ class JobUpdate:
         attempt = job.attempts[-1]
         paths = JobPaths(job.base_results_dir or results_root, job.id)
         reads.add(job.id)
-        if self.need_status:
-            reads.status[job.id] = paths.status_json
+        if self.need_status or self.need_logs:
+            # A failed attempt's status.json holds TAO's FAILURE message (and its last epoch).
+            reads.status[job.id] = paths.results_dir
         if self.need_logs:
             sid = attempt.slurm_job_id
             reads.logs[job.id] = (paths.main_out(sid), paths.main_err(sid))
@@ -197,7 +208,7 @@ class JobUpdate:
     def take_answers(self, answers: FinishedAnswers) -> None:
         """The second round trip's answers about this job."""
         jid = self.job.id
-        if self.need_status:
+        if self.need_status or self.need_logs:
             self.status_text = answers.status.get(jid, "")
         if self.need_logs:
             self.out_tail = answers.out.get(jid)

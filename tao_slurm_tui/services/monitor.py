@@ -73,7 +73,7 @@ from tao_slurm_tui.core.tick_reads import (
     marker,
     parse_finished_reads,
     parse_sections,
-    split_tail_v,
+    split_status_tails,
     status_tail_command,
 )
 from tao_slurm_tui.errors import TaoError
@@ -85,6 +85,7 @@ from tao_slurm_tui.services.job_cache import JobCache
 from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
 from tao_slurm_tui.services.pipeline_follow import PipelineFollower
+from tao_slurm_tui.services.run_follow import RunFollower
 from tao_slurm_tui.services.store import JobStore
 
 __all__ = ["MIN_INTERVAL", "Monitor", "TickResult"]
@@ -147,6 +148,8 @@ class _Poll:
     """What the run events part printed (a paced tick), taken into the watch only once the
     whole tick has succeeded: a tick cut short leaves the sizes as they were, so the next one
     sees the same change again."""
+    stdout: str = ""
+    """The whole answer (the trainings' run reads are parsed from it after the merge)."""
 
 
 class Monitor:
@@ -167,6 +170,8 @@ class Monitor:
         paced: bool = False,
     ) -> None:
         """Create a monitor (nothing is polled yet).
+
+        Long because: one assignment per part the tick uses, each with its docstring.
 
         Args:
             conn: the profile's one connection.
@@ -211,6 +216,8 @@ class Monitor:
         )
         self.watch = ControllerWatch(clock) if paced else None  # run events, pace of squeue
         self._folded: dict[str, str] = {}  # job id → the status.json tail folded last
+        self.runs = RunFollower(store, profile_name, lambda: self.profile.results_root, clock)
+        """TAO trainings across slices: runs, resume verdicts, KPI series."""
         self._tick_lock = asyncio.Lock()
 
     def _timeout(self) -> float:
@@ -242,11 +249,10 @@ class Monitor:
             return result
         poll = await self._poll(jobs, result, full)
         result.asked, result.asked_by = poll.asked, poll.asked_by if poll.asked else ""
+        work = self._merge(jobs, poll) if poll.asked else self._carry_forward(jobs, poll)
+        self.runs.take(poll.stdout, work)
         if poll.asked:
-            work = self._merge(jobs, poll)
             result.accounting = self.accounting.send()
-        else:
-            work = self._carry_forward(jobs, poll)
         result.warning = result.warning or self.accounting.warning
         pending = [w for w in work.values() if w.pending]
         if pending:
@@ -279,8 +285,8 @@ class Monitor:
         """The one round trip: the queue (a paced tick: the run events, and the queue only when
         they changed or the pace says so), and the status.json of the jobs last seen running."""
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
-        status_paths = {
-            j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).status_json
+        results_dirs = {
+            j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).results_dir
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
@@ -297,14 +303,16 @@ class Monitor:
             why = watch.should_ask(jobs, full=full, accounting=busy)
             first_parts = events_parts(list(events.values()), watch.sizes, bool(why), nonce)
             command = queue_command(local=local, first=first_parts, when=ASK_CONDITION)
-        extra = status_tail_command(status_paths, STATUS_TAIL_LIVE, nonce)
-        if extra:
-            command = f"{command}; {extra}"
+        extra = status_tail_command(results_dirs, STATUS_TAIL_LIVE, nonce)
+        runs = self.runs.command(jobs, nonce)  # the trainings' new status.json bytes, same trip
+        for part in (extra, runs):
+            if part:
+                command = f"{command}; {part}"
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
-        # The queue's part ends where the files' part begins (its marker carries the nonce);
+        # The queue's part ends where the files' parts begin (their markers carry the nonce);
         # a paced tick's starts after its events part (whose last marker carries it too).
-        queue_text = first.stdout.partition(f"\n{marker(nonce)}status\n")[0]
+        queue_text = first.stdout.partition(f"\n{marker(nonce)}")[0]
         asked, asked_by, answer = True, "every", None
         if watch is not None:
             events_text, queue_text = split_events(queue_text, nonce)
@@ -324,8 +332,8 @@ class Monitor:
         result.warning = result.warning or output.error
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout, nonce)
-        live_status = split_tail_v(sections.get(("status", ""), []), status_paths, nonce)
-        return _Poll(ids, output, live_status, asked, asked_by, answer)
+        live_status = split_status_tails(sections.get(("status", ""), []), results_dirs, nonce)
+        return _Poll(ids, output, live_status, asked, asked_by, answer, first.stdout)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
         """Merge what the poll says into a copy of each job that something new is known about;
@@ -463,7 +471,10 @@ class Monitor:
         )
         if not decision.retry:
             job.status = TaoStatus.ERROR
-            job.message = decision.reason + (f" ({decision.line})" if decision.line else "")
+            # TAO's own words (status.json's FAILURE, Hydra's refusal of the spec) say more.
+            job.message = w.tao_failure() or (
+                decision.reason + (f" ({decision.line})" if decision.line else "")
+            )
             return
         if self.resubmit is None:
             job.status = TaoStatus.ERROR

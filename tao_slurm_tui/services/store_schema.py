@@ -85,6 +85,27 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE jobs ADD COLUMN plan TEXT NOT NULL DEFAULT '{}';
     """,
+    # 6: a TAO training's runs across wall-time slices (where its status.json was read up to,
+    # the run ledger) and its KPIs per epoch (bounded: core.kpi_series).
+    """
+    CREATE TABLE job_runs (
+        profile TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        reader TEXT NOT NULL DEFAULT '{}',
+        ledger TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (profile, job_id),
+        FOREIGN KEY (profile, job_id) REFERENCES jobs (profile, id) ON DELETE CASCADE
+    );
+    CREATE TABLE kpi_points (
+        profile TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        run INTEGER NOT NULL,
+        epoch INTEGER NOT NULL,
+        kpi TEXT NOT NULL,
+        PRIMARY KEY (profile, job_id, run, epoch),
+        FOREIGN KEY (profile, job_id) REFERENCES jobs (profile, id) ON DELETE CASCADE
+    );
+    """,
 ]
 """Schema steps; step N (1-based) brings ``user_version`` from N-1 to N."""
 

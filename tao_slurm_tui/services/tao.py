@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tao_slurm_tui.config import Config
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec import read_spec_text
+from tao_slurm_tui.core.spec.tao_stage import SchemaNotLoaded
 from tao_slurm_tui.core.tao.catalog import Catalog, ImageSettings, TaoNetwork, resolve_image
 from tao_slurm_tui.services.tao_cache import (
     CacheCorrupt,
@@ -140,6 +141,17 @@ class TaoCatalogue:
         self.network(network).action(action)
         return check_spec(self.schema(network), action, spec, overrides)
 
+    def loaded_schema(self, network: str) -> TaoSchema | None:
+        """The schema of ``network`` if it was built already (never builds it: for the UI
+        thread)."""
+        from tao_slurm_tui.services.tao_loader import loaded_schema
+
+        return loaded_schema(self.release, network)
+
+    def read_spec(self, path: Path) -> dict[str, Any]:
+        """A local YAML experiment spec as plain data (:func:`read_spec_file`)."""
+        return read_spec_file(path)
+
     def default_spec(self, network: str, action: str) -> str:
         """The default experiment spec of ``network action`` as YAML (``tao spec``).
 
@@ -150,6 +162,44 @@ class TaoCatalogue:
 
         self.network(network).action(action)
         return default_spec_yaml(self.schema(network), action)
+
+
+@dataclass
+class LoadedSchemasOnly:
+    """A catalogue whose :meth:`schema` never builds one (the UI thread's view): a schema not
+    built yet raises :class:`SchemaNotLoaded`, and a worker builds it
+    (:meth:`TaoCatalogue.schema`) before the next resolve."""
+
+    catalogue: TaoCatalogue
+
+    @property
+    def version(self) -> str:
+        """The TAO version."""
+        return self.catalogue.version
+
+    @property
+    def catalog(self) -> Catalog:
+        """Every network of the version."""
+        return self.catalogue.catalog
+
+    def image(self, network: str, action: str) -> str:
+        """The image ``network action`` runs in, for this site."""
+        return self.catalogue.image(network, action)
+
+    def schema(self, network: str) -> TaoSchema:
+        """The schema of ``network``, if built.
+
+        Raises:
+            SchemaNotLoaded: it is not built yet.
+        """
+        found = self.catalogue.loaded_schema(network)
+        if found is None:
+            raise SchemaNotLoaded(network)
+        return found
+
+    def read_spec(self, path: Path) -> dict[str, Any]:
+        """A local YAML experiment spec as plain data."""
+        return self.catalogue.read_spec(path)
 
 
 def open_tao(

@@ -138,6 +138,12 @@ def _structured(release: Release, module: str, class_name: str) -> DictConfig:
     return config
 
 
+def loaded_schema(release: Release, network: str) -> TaoSchema | None:
+    """The schema of ``network`` if this process built it already (never builds it)."""
+    with _LOCK:
+        return _schemas.get((str(release.root), network))
+
+
 def load_schema(release: Release, network: str) -> TaoSchema:
     """The schema of ``network`` in ``release`` (built once per process).
 

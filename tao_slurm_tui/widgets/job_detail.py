@@ -15,6 +15,7 @@ from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, step_label, step_words
 from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.slurm import explain_reason
+from tao_slurm_tui.core.status_json import duration_words, status_words
 from tao_slurm_tui.widgets.plain import plain, plain_line
 from tao_slurm_tui.widgets.usage import usage_lines
 
@@ -54,6 +55,39 @@ def pipeline_summary(job: JobRecord, pipeline: Pipeline) -> list[RenderableType]
     return [head, table]
 
 
+def progress_lines(job: JobRecord) -> list[Text]:
+    """What TAO's status.json said: epochs done of the run's, time per epoch, time left, the
+    latest KPIs; then TAO's last status word and message (every status value is shown, an
+    unknown one as written)."""
+    progress = job.progress
+    lines: list[Text] = []
+    if progress.epoch_text:
+        line = f"Progress: epoch {progress.epoch_text}"
+        if progress.time_per_epoch:
+            line += f" · {duration_words(progress.time_per_epoch)} per epoch"
+        if progress.eta and not job.status.terminal:
+            # A finished job has nothing left to wait for.
+            line += f" · eta {duration_words(progress.eta)}"
+        if progress.kpi:
+            line += " · " + ", ".join(f"{k}={_kpi(v)}" for k, v in sorted(progress.kpi.items()))
+        lines.append(plain_line(line, overflow="fold"))
+    words = status_words(progress.status)
+    if words:
+        said = f" · {progress.message}" if progress.message else ""
+        lines.append(plain(f"TAO: {words}{said}", overflow="fold"))
+    return lines
+
+
+def _kpi(value: object) -> str:
+    """A KPI as a number people read (TAO writes floats with 16 digits; DINO writes mAP as a
+    string)."""
+    try:
+        number = float(str(value))
+    except ValueError:
+        return str(value)[:20]
+    return f"{number:.4g}"
+
+
 def render_detail(
     job: JobRecord, usage: Usage | None = None, pipeline: Pipeline | None = None
 ) -> RenderableType:
@@ -73,16 +107,10 @@ def render_detail(
         # The full sentence here; the table's column has the short form.
         words = explain_reason(job.reason)
         parts.append(plain(f"Pending: {words} ({job.reason.strip('()')})", overflow="fold"))
-    if job.message:
+    if job.message and not (job.progress.status and job.message == job.progress.message):
+        # (TAO's own last message is on the TAO line below.)
         parts.append(plain(f"Message: {job.message}", overflow="fold"))
-    progress = job.progress
-    if progress.epoch is not None:
-        line = f"Progress: epoch {progress.epoch}/{progress.max_epoch or '?'}"
-        if progress.eta and not job.status.terminal:
-            line += f" · eta {progress.eta}"  # a finished job has nothing left to wait for
-        if progress.kpi:
-            line += " · " + ", ".join(f"{k}={v}" for k, v in sorted(progress.kpi.items()))
-        parts.append(plain_line(line, overflow="fold"))
+    parts.extend(progress_lines(job))
     if pipeline is not None and len(pipeline.steps) > 1:
         parts.extend(pipeline_summary(job, pipeline))
     if usage is not None:

@@ -78,14 +78,13 @@ def reason_in_words(reason: str) -> str:
 
 
 def progress_bar(job: JobRecord) -> str:
-    """A text bar from status.json's epoch/max_epoch, e.g. ``███░░░░░░░ 7/20``."""
+    """A text bar of the epochs done out of the run's, e.g. ``██░░░░ 7/20`` (TAO writes the
+    0-based ``epoch`` 6 and ``max_epoch`` 19 then)."""
     fraction = job.progress.fraction
     if fraction is None:
         return ""
     filled = round(fraction * BAR_WIDTH)
-    return (
-        f"{'█' * filled}{'░' * (BAR_WIDTH - filled)} {job.progress.epoch}/{job.progress.max_epoch}"
-    )
+    return f"{'█' * filled}{'░' * (BAR_WIDTH - filled)} {job.progress.epoch_text}"
 
 
 def _shape(job: JobRecord) -> str:

@@ -31,6 +31,7 @@ from tao_slurm_tui.screens.queue import QueueScreen
 from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.widgets.log_pane import LogPane
+from tests import sandbox
 from tests.tui.waits import record_notifications
 
 pytestmark = pytest.mark.cluster
@@ -41,8 +42,10 @@ SIZE = (140, 40)
 DEMO_SPEC = Path(__file__).resolve().parents[2] / "examples" / "train-demo.toml"
 """The example spec the demo opens; its command runs examples/train.py on the cluster."""
 
-TRAIN = "python3 /home/slurmtest/tao/examples/train.py"
-"""The demo training script as installed on the sandbox cluster."""
+
+def train() -> str:
+    """The demo training script (this checkout's) on the sandbox cluster's shared file system."""
+    return sandbox.repo_train_script()
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -178,7 +181,7 @@ async def test_compose_submit_complete_and_read_the_logs(
     job_names.append(name)
     async with app.run_test(size=SIZE) as pilot:
         composer = await open_composer_with_demo(pilot)
-        await submit_from_composer(pilot, composer, name, f"{TRAIN} --epochs 3 --seconds 1")
+        await submit_from_composer(pilot, composer, name, f"{train()} --epochs 3 --seconds 1")
         assert any(f"{name} submitted as SLURM job" in n.message for n in notes)
 
         await wait_for(
@@ -191,7 +194,8 @@ async def test_compose_submit_complete_and_read_the_logs(
         assert isinstance(screen, QueueScreen)
         row = screen.table.jobs[name]
         assert row.slurm_state == "COMPLETED"
-        assert row.progress.epoch == 3 and row.progress.max_epoch == 3
+        # TAO's 0-based epoch 2 of max_epoch 2: three of three epochs done.
+        assert row.progress.epoch_text == "3/3" and row.message == "Train finished successfully."
         assert any(f"{name} finished" in n.message for n in notes)
 
         await select_row(pilot, name)
@@ -220,7 +224,7 @@ async def test_cancel_from_the_queue_with_confirm(
     job_names.append(name)
     async with app.run_test(size=SIZE) as pilot:
         composer = await open_composer_with_demo(pilot)
-        await submit_from_composer(pilot, composer, name, f"{TRAIN} --epochs 100 --seconds 1")
+        await submit_from_composer(pilot, composer, name, f"{train()} --epochs 100 --seconds 1")
         await wait_for(
             pilot,
             lambda: queue_status(app, name) in (TaoStatus.PENDING, TaoStatus.RUNNING),
@@ -260,7 +264,7 @@ async def test_failing_submit_shows_slurms_message_and_keeps_the_form(
     async with app.run_test(size=SIZE) as pilot:
         composer = await open_composer_with_demo(pilot)
         await retype(pilot, "f-name", name)
-        await retype(pilot, "f-command", f"{TRAIN} --epochs 2 --seconds 1")
+        await retype(pilot, "f-command", f"{train()} --epochs 2 --seconds 1")
         await retype(pilot, "f-partition", "nosuch")
         await wait_for(pilot, lambda: composer.errors == {}, "a form valid offline")
         typed = form_values(composer)

@@ -42,7 +42,7 @@ async def test_a_new_snapshot_redraws_only_its_rows_and_keeps_cursor_and_scroll(
         cursor, scroll = table.cursor_job_id, table.scroll_y
         assert screen.detail.job_id == cursor
         job = screen.all_jobs["dino-train-1"]
-        newer = replace(job, progress=Progress(epoch=19, max_epoch=20, status="RUNNING"))
+        newer = replace(job, progress=Progress(epoch=18, max_epoch=19, status="RUNNING"))
         gone = next(key for key in _order(table)[:5] if key != "dino-train-1")
 
         # State, not a redraw call: a new snapshot with one job changed and one above the

@@ -266,7 +266,8 @@ async def test_a_training_on_the_fake_cluster_counts_down_and_completes(
         if await fake.followup():  # sacct's word on a job squeue says ended
             await fake.refresh()
     assert etas == sorted(etas, reverse=True) and len(set(etas)) == len(etas) == 13
-    assert job.status is TaoStatus.COMPLETE and job.progress.epoch == 20
+    assert job.status is TaoStatus.COMPLETE and job.progress.epoch_text == "20/20"
+    assert job.message == "Train finished successfully."  # TAO 7.3 writes no SUCCESS line
 
 
 def _inside(widget: Any, screen: Any) -> bool:

@@ -25,12 +25,7 @@ REASON = "Long because:"
 # resolve step and the submit phases; h-fakeremote: the fake remote replacing the fake back
 # end). The lead deletes each line when its branch merges; an entry that is no longer needed
 # fails test_the_allow_list_holds_only_what_still_needs_it, so none outlives its reason.
-ALLOWED_WHILE_OTHERS_WORK: frozenset[str] = frozenset(
-    {
-        "core/tao/spec_check.py",  # p-tao splits it
-        "core/tao/catalog.py",  # p-tao splits build_catalog
-    }
-)
+ALLOWED_WHILE_OTHERS_WORK: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

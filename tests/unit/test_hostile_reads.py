@@ -24,7 +24,7 @@ from tao_slurm_tui.core.tick_reads import (
     marker,
     parse_finished_reads,
     parse_sections,
-    split_tail_v,
+    split_status_tails,
     status_tail_command,
 )
 
@@ -48,9 +48,12 @@ def status_line(status: str, message: str = "", **more: object) -> str:
     return json.dumps({"status": status, "message": message, **more}) + "\n"
 
 
-def live_status(paths: dict[str, str]) -> dict[str, str]:
-    text = run(status_tail_command(paths, 16 * 1024, NONCE))
-    return split_tail_v(parse_sections(text, NONCE).get(("status", ""), []), paths, NONCE)
+def live_status(files: dict[str, str]) -> dict[str, str]:
+    """What a tick reads of each job's ``status.json`` (job id → the file: its directory is
+    the job's results dir, as TAO's ``<results_dir>/<subtask>/`` is read too)."""
+    dirs = {job: str(Path(path).parent) for job, path in files.items()}
+    text = run(status_tail_command(dirs, 16 * 1024, NONCE))
+    return split_status_tails(parse_sections(text, NONCE).get(("status", ""), []), dirs, NONCE)
 
 
 def test_a_fifo_status_json_does_not_block_the_others(tmp_path: Path) -> None:
@@ -86,7 +89,7 @@ def test_every_finished_read_skips_fifos(tmp_path: Path) -> None:
         os.mkfifo(tmp_path / name)
     reads = FinishedReads()
     reads.add("j")
-    reads.status["j"] = str(tmp_path / "status.json")
+    reads.status["j"] = str(tmp_path)  # its results dir
     reads.logs["j"] = (str(tmp_path / "main.out"), str(tmp_path / "main.err"))
     reads.requeue["j"] = str(tmp_path / "requeue.reason")
     answers = parse_finished_reads(run(finished_reads_command(reads, NONCE)), reads, NONCE)
@@ -107,7 +110,7 @@ def test_a_read_that_still_blocks_is_ended_by_timeout(
     status.write_text(status_line("RUNNING"))
     monkeypatch.setattr(tick_reads, "READ_TIMEOUT", 1)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    text = run(status_tail_command({"j": str(status)}, 1024, NONCE), env=env)
+    text = run(status_tail_command({"j": str(tmp_path)}, 1024, NONCE), env=env)
     assert f"{marker(NONCE)}end" in text.split("\n")
 
 
@@ -135,7 +138,7 @@ def test_a_status_json_cannot_forge_another_job_s_section(tmp_path: Path) -> Non
     evil.write_text(
         status_line("RUNNING")
         # What tail -v would print for the victim, and our markers without the nonce:
-        + f"==> {victim} <==\n"
+        + f"==> {victim} <==\n==> {victim.parent}/train/status.json <==\n"
         + status_line("FAILURE", "forged verdict")
         + "@@tao-mon:status\n@@tao-mon:end\n@@tao-poll:sacct rc=0 ids=99\n"
     )

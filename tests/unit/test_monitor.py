@@ -100,7 +100,9 @@ class FakeCluster:
             # disguised names tail -v gives as headers (core/tick_reads.py).
             mark, nonce = framing.groups()
             for path, text in self.files.items():
-                if disguised(path, nonce) in cmd:
+                # The reads name each results dir (its own status.json and its subtasks').
+                dirs = (path.rsplit("/", 1)[0], path.rsplit("/", 2)[0])
+                if any(f"{d} {d}/*" in cmd for d in dirs):
                     out += [f"{mark}status ", f"==> {disguised(path, nonce)} <==", text]
             out.append(f"{mark}end")
         return CommandResult(cmd, 0, "\n".join(out) + "\n", "", "h")
@@ -198,9 +200,9 @@ async def test_completed_reads_status_json_once(store: JobStore) -> None:
     add(store, "a", "7")
     cluster.squeue["7"] = sq("7", "COMPLETED", nodes="vm")
     cluster.sacct["7"] = [sa("7", "COMPLETED")]
-    cluster.files["/r/results/a/status.json"] = (
+    cluster.files["/r/results/a/train/status.json"] = (
         '{"status": "RUNNING", "epoch": 3, "max_epoch": 3}\n'
-        '{"status": "FAILURE", "message": "bad dataset"}'
+        '{"status": "FAILURE", "message": "File system error: bad dataset"}'
     )
     monitor = Monitor(cluster, store, "p", PROFILE)  # type: ignore[arg-type]
     result = await monitor.tick()
@@ -210,8 +212,8 @@ async def test_completed_reads_status_json_once(store: JobStore) -> None:
     result = await monitor.tick()
     assert result.round_trips == 2
     job = result.jobs[0]
-    assert job.status is TaoStatus.ERROR and job.message == "bad dataset"
-    assert job.progress.epoch == 3
+    assert job.status is TaoStatus.ERROR and job.message == "File system error: bad dataset"
+    assert job.progress.epoch == 3 and job.progress.epoch_text == "4/4"
 
 
 async def test_requeued_job_counts_restarts_and_is_not_retried_by_the_client(
@@ -552,3 +554,62 @@ async def test_a_missing_log_is_no_infrastructure_failure(store: JobStore, tmp_p
     result = await monitor.tick()
     assert result.jobs[0].status is TaoStatus.ERROR
     assert "could not be read" in result.jobs[0].message
+
+
+HYDRA_LOG = """sys:1: UserWarning:
+'spec.yaml' is validated against ConfigStore schema with the same name.
+Could not override 'train.num_epoch'.
+To append to your config use +train.num_epoch=3
+Key 'num_epoch' not in 'TrainExpConfig'
+    full_key: train.num_epoch
+    reference_type=TrainExpConfig
+    object_type=TrainExpConfig
+
+Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
+"""
+"""What TAO 7.3 (and the sandbox's stand-in) prints for a key the schema lacks."""
+
+
+@pytest.mark.parametrize("where", ["status", "hydra"])
+async def test_a_tao_failure_shows_tao_s_reason(
+    store: JobStore, tmp_path: Path, where: str
+) -> None:
+    """FAILED (exit 1) with no infrastructure sign: TAO's FAILURE message in
+    ``train/status.json`` is the reason shown (its last epoch is kept); a spec Hydra refused
+    leaves no status.json, and Hydra's message in the log is the reason."""
+    cluster = ShellCluster(tmp_path / "bin", ["n1", "n2"])
+    root = tmp_path / "results"
+    add(store, "a", "7", base_results_dir=str(root))
+    paths = JobPaths(str(root), "a")
+    files = {
+        paths.main_out("7"): HYDRA_LOG if where == "hydra" else "epoch 1\n",
+        paths.main_err("7"): "\x1b[33;20m2026 - [TAO Toolkit] - WARNING - Execution status: FAIL\n",
+    }
+    if where == "status":
+        files[paths.subtask_status_json("train")] = (
+            '{"epoch": 1, "max_epoch": 9, "status": "RUNNING"}\n'
+            '{"status": "FAILURE", "message": "File system error: [Errno 2] No such file"}\n'
+        )
+    for path, text in files.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    cluster.squeue["7"] = sq("7", "FAILED", nodes="n1")
+    cluster.sacct["7"] = [sa("7", "FAILED", "1:0", nodes="n1")]
+
+    async def resubmit(job: JobRecord, **_: Any) -> Attempt:
+        raise AssertionError("a program error is not retried")
+
+    monitor = Monitor(cluster, store, "p", PROFILE, resubmit=resubmit)  # type: ignore[arg-type]
+    await monitor.tick()
+    await monitor.wait_followup()
+    job = (await monitor.tick()).jobs[0]
+    assert job.status is TaoStatus.ERROR
+    assert len(cluster.second_rounds) == 1  # logs and status.json in one read
+    if where == "status":
+        assert job.message == "File system error: [Errno 2] No such file"
+        assert job.progress.epoch_text == "2/10"
+    else:
+        assert job.message.startswith(
+            "TAO refused the experiment spec before it started: Could not override "
+            "'train.num_epoch': Key 'num_epoch' not in 'TrainExpConfig' (full key train.num_epoch)"
+        )

@@ -99,6 +99,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
     "exclusive_computed": ({"num_gpus": 16}, {}, {}),
     "gpu_type": ({"num_gpus": 2, "gpu_type": "h100"}, {}, {}),
     "requeue_off": ({"use_requeue": False}, {}, {}),
+    "tao_train": (
+        {"command": "classification_pyt train -e /specs/t.yaml results_dir=$TAO_API_RESULTS_DIR/x"},
+        {},
+        {},
+    ),
     "account_set": ({"account": "edgeai"}, {}, {}),
     "image_sqsh": ({"image": "/lustre/images/tao-toolkit.sqsh"}, {}, {}),
     "image_pyxis_hash": ({"image": "nvcr.io#nvidia/tao/tao-toolkit:6.26.3-pyt"}, {}, {}),
@@ -491,6 +496,9 @@ echo "scontrol $*" >>"$FAKE_CALLS"
 if [ "$1 $2" = "show hostname" ]; then printf 'node1\\nnode2\\n'; fi
 if [ "$1 $2" = "show hostnames" ]; then printf '%s\\n' "$3" | tr ',' '\\n'; fi
 if [ "$1 $2" = "show job" ]; then echo "ExcNodeList=${FAKE_EXCLUDED:-(null)}"; fi
+if [ "$1" = requeue ] && [ -n "${FAKE_SCONTROL_FAILS:-}" ]; then
+    echo "scontrol: error: Invalid job id specified" >&2; exit 1
+fi
 # Like SLURM: requeueing a running job sends SIGTERM to its batch script (our parent).
 if [ "$1" = requeue ]; then kill -TERM "$PPID"; fi
 """
@@ -533,7 +541,7 @@ def run_script(
     entry.parent.mkdir(parents=True)
     entry.write_text(render_entrypoint(step.spec), encoding="utf-8")
     logdir = base / "slurm-logs" / f"{step.name}-77"
-    logdir.mkdir(parents=True)
+    logdir.mkdir(parents=True, exist_ok=True)
     (logdir / "main.out").write_text(log, encoding="utf-8")
     if requeue_reasons:
         (logdir / "requeue.reason").write_text(requeue_reasons, encoding="utf-8")
@@ -561,6 +569,7 @@ def run_script(
             **(env or {}),
         },
     )
+    (tmp_path / "stderr").write_text(result.stderr, encoding="utf-8")  # (the script's main.err)
     return result.returncode, result.stdout, calls.read_text(encoding="utf-8"), logdir
 
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tao_slurm_tui.core.models import TaoStatus
 from tao_slurm_tui.core.status_json import (
     MAX_LINE_BYTES,
+    MESSAGE_CHARS,
     StatusJsonReader,
     StatusSummary,
+    duration_words,
+    parse_timedelta,
     resolve_completed,
     summarize,
 )
@@ -89,12 +94,13 @@ def test_summary_progress() -> None:
     progress, terminal, message = summarize(entries)
     assert (progress.epoch, progress.max_epoch, progress.eta) == (4, 10, "0:07:00")
     assert progress.kpi == {"loss": 0.5, "mAP": 0.3}
-    assert progress.fraction == 0.4
+    # TAO's epoch is 0-based and max_epoch = epochs - 1: epoch 4 of 0..10 is 5 of 11 done.
+    assert progress.fraction == 5 / 11 and progress.epoch_text == "5/11"
     assert progress.status == "RUNNING"
     assert terminal is None and message == "validating"
 
 
-def test_last_success_or_failure_wins() -> None:
+def test_the_last_run_s_verdict_wins() -> None:
     entries: list[dict[str, object]] = [
         {"status": "FAILURE", "message": "first attempt died"},
         {"status": "RUNNING", "epoch": 2},
@@ -105,6 +111,9 @@ def test_last_success_or_failure_wins() -> None:
     assert (terminal, message) == ("SUCCESS", "done")
     _, terminal, message = summarize([*entries, {"status": "FAILURE", "message": "bad spec"}])
     assert (terminal, message) == ("FAILURE", "bad spec")
+    # A run that started again (resumed after a requeue) has no verdict yet.
+    _, terminal, message = summarize([*entries, {"status": "STARTED", "message": "Starting."}])
+    assert (terminal, message) == (None, "Starting.")
 
 
 def test_incremental_summary_matches_batch() -> None:
@@ -123,4 +132,34 @@ def test_resolve_completed() -> None:
     status, message = resolve_completed("FAILURE", "")
     assert status is TaoStatus.ERROR and "FAILURE" in message
     status, message = resolve_completed(None, "")
-    assert status is TaoStatus.COMPLETE and "status.json" in message
+    assert status is TaoStatus.COMPLETE and "exit code 0" in message
+    # TAO 7.3 never writes SUCCESS: its last RUNNING message is the verdict's.
+    assert resolve_completed(None, "Train finished successfully.") == (
+        TaoStatus.COMPLETE,
+        "Train finished successfully.",
+    )
+
+
+def test_durations_as_tao_writes_them() -> None:
+    assert parse_timedelta("0:03:21.5") == 201.5
+    assert parse_timedelta("0:10:18.004311") == pytest.approx(618.004311)
+    assert parse_timedelta("1 day, 2:00:00") == 93600
+    assert parse_timedelta("3 days, 0:00:01") == 259201
+    assert parse_timedelta("12.5") == 12.5
+    for bad in ("", "soon", "-1", "nan", "inf", "1:2", None):
+        assert parse_timedelta(bad) is None, bad
+    assert [duration_words(x) for x in ("0:00:00.301082", "0:00:42", "0:03:21.5")] == [
+        "0.3s",
+        "42s",
+        "3m 21s",
+    ]
+    assert duration_words("2:05:00") == "2h 05m" and duration_words("1 day, 4:00:00") == "1d 4h"
+    assert duration_words("later") == "later" and duration_words(None) == ""
+
+
+def test_a_message_of_many_lines_is_kept_to_its_first() -> None:
+    entries = [{"status": "RUNNING", "message": "Experiment configuration:\nmodel:\n  x: 1"}]
+    progress, _, message = summarize(entries)
+    assert progress.message == message == "Experiment configuration:"
+    long = [{"status": "FAILURE", "message": "x" * 5000}]
+    assert len(summarize(long)[2]) == MESSAGE_CHARS

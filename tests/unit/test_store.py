@@ -143,14 +143,21 @@ def test_garbage_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_round_trip(store: JobStore) -> None:
-    progress = Progress(epoch=2, max_epoch=10, eta="0:10:00", kpi={"loss": 0.4}, status="RUNNING")
+    progress = Progress(
+        epoch=2,
+        max_epoch=9,
+        eta="0:10:00",
+        kpi={"loss": 0.4},
+        status="RUNNING",
+        time_per_epoch="0:01:00",
+    )
     created = store.create_job(record(message="queued", progress=progress))
     assert created.created_at > 0 and created.updated_at >= created.created_at
     got = store.get("sandbox", "dino-1")
     assert got == created
     assert got is not None
     assert got.spec == {"name": "dino-1", "num_gpus": 4, "env": {"A": "1"}}
-    assert got.progress == progress and got.progress.fraction == 0.2
+    assert got.progress == progress and got.progress.fraction == 0.3  # 3 of 10 epochs
     assert got.status is TaoStatus.PENDING and not got.submitted
     assert store.get("sandbox", "nope") is None
     assert store.get("other", "dino-1") is None

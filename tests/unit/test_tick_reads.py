@@ -30,7 +30,8 @@ def run(command: str) -> str:
 
 
 def test_a_finished_job_s_files_come_back_by_job(tmp_path: Path) -> None:
-    status = tmp_path / "status.json"
+    status = tmp_path / "done" / "train" / "status.json"  # where TAO 7.3 writes it
+    status.parent.mkdir(parents=True)
     status.write_text(json.dumps({"status": "SUCCESS", "message": "done"}) + "\n")
     out = tmp_path / "main.out"
     out.write_text("".join(f"line {i}\n" for i in range(600)))
@@ -39,7 +40,7 @@ def test_a_finished_job_s_files_come_back_by_job(tmp_path: Path) -> None:
     reads = FinishedReads()
     for job in ("done", "failed", "requeued"):
         reads.add(job)
-    reads.status["done"] = str(status)
+    reads.status["done"] = str(tmp_path / "done")
     reads.logs["failed"] = (str(out), str(tmp_path / "no-such-main.err"))
     reads.requeue["requeued"] = str(reason)
 
@@ -53,7 +54,7 @@ def test_a_finished_job_s_files_come_back_by_job(tmp_path: Path) -> None:
 
 
 def test_an_answer_without_the_end_marker_is_refused() -> None:
-    reads = FinishedReads(status={"j": "/nowhere/status.json"}, order=["j"])
+    reads = FinishedReads(status={"j": "/nowhere"}, order=["j"])
     text = run(finished_reads_command(reads, NONCE))
     assert parse_finished_reads(text, reads, NONCE).status == {"j": ""}
     with pytest.raises(ValueError, match="end marker"):

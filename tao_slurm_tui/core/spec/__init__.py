@@ -24,6 +24,7 @@ from tao_slurm_tui.core.spec.model import (
     STEP_FIELDS,
     JobSpec,
     StepSpec,
+    TaoJob,
 )
 from tao_slurm_tui.core.spec.problems import Problem
 from tao_slurm_tui.core.spec.resolver import (
@@ -48,6 +49,7 @@ __all__ = [
     "ResolvedStep",
     "SpecDraft",
     "StepSpec",
+    "TaoJob",
     "default_spec",
     "read_spec_text",
     "resolve",

@@ -175,6 +175,45 @@ class StepSpec(_Resources):
         return self.model_dump(mode="json", exclude={"action", "env"})
 
 
+class TaoJob(BaseModel):
+    """The ``[tao]`` table of a job: a TAO network and action instead of an image and a command.
+
+    The user writes ``network``, ``action``, ``spec_file`` and ``spec``; resolving
+    (:mod:`~tao_slurm_tui.core.spec.tao_stage`) checks them against the network's schema and adds
+    ``version``, ``experiment`` and ``datasets``, which the stored spec keeps (what ran, with
+    which TAO version).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    network: str
+    """The network (``classification_pyt``): the command TAO's container runs."""
+    action: str
+    """The network's action (``train``, ``evaluate``, ``export`` ...)."""
+    spec_file: str = ""
+    """A local YAML experiment spec (relative to the spec file's directory)."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """Experiment-spec overrides (dotted keys or tables), applied over ``spec_file``."""
+    version: str = ""
+    """The TAO version the experiment spec was checked against."""
+    experiment: str = ""
+    """The checked experiment spec, staged as ``specs/<id>.yaml`` (TAO's ``-e`` file)."""
+    datasets: dict[str, str] = Field(default_factory=dict)
+    """Dataset key → path in the container, checked with ``test -e`` before submission."""
+
+    @model_serializer(mode="wrap")
+    def _dump(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v not in ("", {}) or k in ("network", "action")}
+
+    def user_table(self) -> dict[str, Any]:
+        """The keys a user writes (what Save and the composer keep)."""
+        data = self.model_dump(mode="json")
+        return {k: data[k] for k in ("network", "action", "spec_file", "spec") if k in data}
+
+
 class JobSpec(_Resources):
     """One TAO job, as written in ``SPEC.toml``."""
 
@@ -220,6 +259,9 @@ class JobSpec(_Resources):
     then: list[StepSpec] = Field(default_factory=list, max_length=MAX_STEPS - 1)
     """Follow-up actions (``[[then]]`` tables): with any, the spec is a pipeline whose steps
     are submitted at once, each after the previous one completed (see :func:`step_data`)."""
+    tao: TaoJob | None = None
+    """A TAO job's network, action and experiment spec (``[tao]``); its image and command
+    then come from the TAO catalogue."""
 
     @model_serializer(mode="wrap")
     def _dump(
@@ -231,6 +273,8 @@ class JobSpec(_Resources):
             data.pop("then", None)
         if not self.gpu_type:
             data.pop("gpu_type", None)
+        if self.tao is None:
+            data.pop("tao", None)
         return data
 
     # ------------------------------------------------------------------ field rules
@@ -405,14 +449,23 @@ class JobSpec(_Resources):
         return converted
 
     def paths_to_check(self) -> list[str]:
-        """Every cluster path to ``test -e`` before submission: inputs, then paths in specs."""
-        seen: dict[str, None] = {}
+        """Every cluster path to ``test -e`` before submission: inputs, paths in specs, then
+        a TAO job's dataset paths."""
+        return list(self.labelled_paths())
+
+    def labelled_paths(self) -> dict[str, str]:
+        """Every cluster path to ``test -e`` before submission → what names it (``inputs``,
+        ``specs.x``, or a TAO dataset key): a missing one is reported with its key."""
+        seen: dict[str, str] = {}
         for path in self.resolved_inputs():
-            seen.setdefault(path, None)
-        for _, item in _walk(self.specs, "specs"):
+            seen.setdefault(path, "inputs")
+        for where, item in _walk(self.specs, "specs"):
             if storage.looks_like_cluster_path(item):
-                seen.setdefault(storage.convert_path(item), None)
-        return list(seen)
+                seen.setdefault(storage.convert_path(item), where)
+        if self.tao is not None:
+            for key, path in self.tao.datasets.items():
+                seen.setdefault(host_path(path, self.container_mounts), key)
+        return seen
 
     def to_toml(self) -> str:
         """The spec as TOML text (for the composer's Save)."""
@@ -439,6 +492,21 @@ def step_data(parent: Mapping[str, Any], step: StepSpec) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- [specs] helpers
+
+
+def host_path(path: str, mounts: list[str]) -> str:
+    """Where a path inside the container is on the cluster: a ``/src:/dst`` mount maps
+    ``/dst/...`` back to ``/src/...`` (the longest mount wins); a same-path mount, or none,
+    leaves it as it is."""
+    best, best_len = path, -1
+    for mount in mounts:
+        parts = mount.split(":")
+        src, dst = parts[0], parts[1] if len(parts) > 1 else parts[0]
+        dst = dst.rstrip("/") or "/"
+        inside = path == dst or path.startswith(dst.rstrip("/") + "/")
+        if inside and len(dst) > best_len:
+            best, best_len = (src.rstrip("/") or "/") + path[len(dst.rstrip("/")) :], len(dst)
+    return best
 
 
 def _walk(tree: Any, where: str) -> list[tuple[str, Any]]:

@@ -68,7 +68,8 @@ def one_sentence(problems: Sequence[Problem], source: str) -> str:
     first = problems[0]
     more = len(by_field(problems)) - 1
     suffix = f" ({more} more field{'s' if more > 1 else ''} with problems)" if more else ""
-    return f"{first.sentence(source)}{suffix}."
+    text = f"{first.sentence(source)}{suffix}"
+    return text if text.endswith(("?", "!")) else f"{text}."
 
 
 # ----------------------------------------------------------------------------------- pydantic

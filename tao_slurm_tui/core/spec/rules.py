@@ -12,14 +12,12 @@ list, so they refuse the same things in the same words.
 
 Where the coming checks plug in (see docs/ARCHITECTURE.md, "Resolving a spec"):
 
-* **The ``[tao]`` table** (issue 20) is a :data:`DraftStage`: it runs on the draft's table
-  before the schema, fills ``image`` and ``command`` from the TAO catalogue (an explicit
-  ``image`` wins), reads ``spec_file`` relative to :attr:`SpecDraft.base_dir` and merges
-  ``[tao.spec]``, and reports the experiment spec's problems under ``tao`` (the catalogue's pure
-  validate function). It needs the catalogue in the context: add a field to
-  :class:`ResolveContext` (a default of None keeps every caller working) and append the stage to
-  :data:`DRAFT_STAGES`. The schema must then accept the ``tao`` key (a ``tao`` field on
-  :class:`~tao_slurm_tui.core.spec.model.JobSpec`), so the stored spec keeps it.
+* **The ``[tao]`` table** (issue 20) is the first :data:`DraftStage` (:func:`tao_table`): it
+  runs on the draft's table before the schema, fills ``image`` and ``command`` from the TAO
+  catalogue (an explicit ``image`` wins), reads ``spec_file`` relative to
+  :attr:`SpecDraft.base_dir`, merges ``[tao.spec]`` and reports the experiment spec's problems
+  under ``tao``. The catalogue comes in :attr:`ResolveContext.tao`; the schema keeps the
+  ``tao`` table (:class:`~tao_slurm_tui.core.spec.model.TaoJob`) in the stored spec.
 * **Cluster checks** (issue 26: the partition exists, CPUs and memory fit its largest node,
   mount sources exist) are :class:`Rule` values appended to :data:`RULES`, reading facts a
   service gathered in one round trip before resolving (a new :class:`ResolveContext` field,
@@ -42,6 +40,8 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec.draft import SpecDraft
 from tao_slurm_tui.core.spec.model import JobSpec
 from tao_slurm_tui.core.spec.problems import Problem
+from tao_slurm_tui.core.spec.slice_rule import checkpoint_problem
+from tao_slurm_tui.core.spec.tao_stage import TaoContext, tao_stage
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ class ResolveContext:
     """The profile's name, for the sentence about a name already taken."""
     capacity: CapacityReport | None = None
     """The cluster's capacity while fresh (None: GPU types are not checked)."""
+    tao: TaoContext | None = None
+    """The profile's TAO catalogue and schemas (None: not loaded; a ``[tao]`` table then
+    cannot be resolved and says so)."""
+    similar_runs: Mapping[Any, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """Seconds per epoch of the profile's TAO trainings by (network, nodes, GPUs per node)
+    (:func:`~tao_slurm_tui.core.spec.slice_rule.similar_runs`; empty: not checked)."""
 
 
 @dataclass(frozen=True)
@@ -153,10 +159,16 @@ def name_taken(record: JobRecord, profile_name: str) -> str:
     )
 
 
+def checkpoints_fit(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """A TAO training's checkpoint interval fits in one slice, by a similar run's epochs."""
+    return checkpoint_problem(subject.spec, subject.plan, context.similar_runs)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("wall time", "time_hours", frozenset({"time_hours", "partition"}), wall_time),
     Rule("GPU type", "gpu_type", frozenset({"gpu_type", "partition"}), gpu_type),
     Rule("name free", "name", frozenset({"name"}), name_free),
+    Rule("checkpoints fit a slice", "tao", frozenset({"tao", "timeout_hours"}), checkpoints_fit),
 )
 """Every rule beyond the schema, in the order their problems are listed."""
 
@@ -168,5 +180,14 @@ DraftStage = Callable[
 (e.g. the ``[tao]`` table turned into ``image``, ``command`` and ``specs``) and what it found
 wrong. It must not change the table it is given."""
 
-DRAFT_STAGES: tuple[DraftStage, ...] = ()
-"""The draft stages, in order (none yet: issue 20's ``[tao]`` table is the first to come)."""
+
+def tao_table(
+    table: Mapping[str, Any], draft: SpecDraft, context: ResolveContext
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The ``[tao]`` table: network and action → image, command and the checked experiment
+    spec (:mod:`~tao_slurm_tui.core.spec.tao_stage`)."""
+    return tao_stage(table, draft, context.tao)
+
+
+DRAFT_STAGES: tuple[DraftStage, ...] = (tao_table,)
+"""The draft stages, in order."""

@@ -357,68 +357,16 @@ def _merge_sources(contribs: Sequence[_Contribution]) -> tuple[DataSource, ...]:
 
 
 def build_catalog(version: str, pin: VersionPin, sources: CatalogSources) -> Catalog:
-    """The catalogue of ``version`` from the wheel's data (pure)."""
-    skipped: dict[str, str] = {}
-    contributions: dict[str, dict[str, list[_Contribution]]] = {}
-    entries_of: dict[str, list[str]] = {}
-    for entry in sorted(sources.entries):
-        config = sources.entries[entry]
-        api = config.get("api_params") or {}
-        listed = [str(a) for a in api.get("actions") or []]
-        backend = str(api.get("spec_backend", ""))
-        if not listed:
-            skipped[entry] = "NVIDIA's catalogue lists no actions for it"
-            continue
-        if backend != "yaml":
-            what = backend.upper() if backend else "of no declared format"
-            skipped[entry] = f"its experiment spec is {what}, not YAML"
-            continue
-        rewrite = sources.image_versions.get(entry)
-        for original in listed:
-            network, action = _target(entry, config, original)
-            if network not in sources.schema_roots:
-                skipped.setdefault(
-                    network, "nvidia-tao-core ships no experiment-spec schema for it"
-                )
-                continue
-            contributions.setdefault(network, {}).setdefault(action, []).append(
-                _Contribution(
-                    entry=entry,
-                    original=original,
-                    kind=_kind(str(api.get("image", "")), network, original, config, sources),
-                    data_sources=_per_action(config.get("data_sources") or {}, original, action),
-                    fills={
-                        str(k): str(v)
-                        for k, v in _per_action(
-                            config.get("spec_params") or {}, original, action
-                        ).items()
-                    },
-                    rewrite=(str(rewrite[0]), str(rewrite[1])) if rewrite else None,
-                )
-            )
-            entries_of.setdefault(network, [])
-            if entry not in entries_of[network]:
-                entries_of[network].append(entry)
+    """The catalogue of ``version`` from the wheel's data (pure): NVIDIA's entries gathered per
+    network and action, each network built from them, and why every other name is left out."""
+    gathered = _gather(sources)
+    skipped = gathered.skipped
     networks = []
-    for name in sorted(contributions):
-        actions: list[TaoAction] = []
-        for action, contribs in contributions[name].items():
-            kinds = {c.kind for c in contribs}
-            fills: dict[str, str] = {}
-            for c in contribs:
-                for k, v in c.fills.items():
-                    fills.setdefault(k, v)
-            actions.append(
-                TaoAction(
-                    name=action,
-                    subtask="train" if action == "retrain" else action,
-                    kind=sorted(kinds)[0],
-                    schema_class=pin.action_schemas.get(name, {}).get(action, ""),
-                    data_sources=_merge_sources(contribs),
-                    fills=fills,
-                    image_rewrites=tuple(dict.fromkeys(c.rewrite for c in contribs if c.rewrite)),
-                )
-            )
+    for name in sorted(gathered.contributions):
+        actions = [
+            _action(name, action, contribs, pin)
+            for action, contribs in gathered.contributions[name].items()
+        ]
         missing = sorted({a.kind for a in actions} - set(pin.images))
         if missing:
             skipped[name] = f"no image is pinned for its container kind {', '.join(missing)}"
@@ -430,7 +378,7 @@ def build_catalog(version: str, pin: VersionPin, sources: CatalogSources) -> Cat
                 kind=str(sources.container_mapping.get(name) or main[0]),
                 schema_class=sources.schema_roots[name],
                 actions=tuple(actions),
-                entries=tuple(entries_of[name]),
+                entries=tuple(gathered.entries_of[name]),
             )
         )
     catalogued = {n.name for n in networks}
@@ -448,6 +396,90 @@ def build_catalog(version: str, pin: VersionPin, sources: CatalogSources) -> Cat
         images=dict(pin.images),
         networks=tuple(networks),
         skipped=dict(sorted(skipped.items())),
+    )
+
+
+@dataclass
+class _Gathered:
+    """NVIDIA's entries sorted by the network and action that run them."""
+
+    contributions: dict[str, dict[str, list[_Contribution]]] = field(default_factory=dict)
+    """network → action → what each entry says about it."""
+    entries_of: dict[str, list[str]] = field(default_factory=dict)
+    """network → the entries that contribute to it, in order."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """name → why it is not a network."""
+
+
+def _gather(sources: CatalogSources) -> _Gathered:
+    """Every entry's actions, sent to the network that runs them (``actions_mapping``); entries
+    without actions, without a YAML spec or without a schema are skipped with the reason."""
+    out = _Gathered()
+    for entry in sorted(sources.entries):
+        config = sources.entries[entry]
+        api = config.get("api_params") or {}
+        listed = [str(a) for a in api.get("actions") or []]
+        backend = str(api.get("spec_backend", ""))
+        if not listed:
+            out.skipped[entry] = "NVIDIA's catalogue lists no actions for it"
+            continue
+        if backend != "yaml":
+            what = backend.upper() if backend else "of no declared format"
+            out.skipped[entry] = f"its experiment spec is {what}, not YAML"
+            continue
+        for original in listed:
+            network, action = _target(entry, config, original)
+            if network not in sources.schema_roots:
+                out.skipped.setdefault(
+                    network, "nvidia-tao-core ships no experiment-spec schema for it"
+                )
+                continue
+            contrib = _contribution(entry, config, original, network, action, sources)
+            out.contributions.setdefault(network, {}).setdefault(action, []).append(contrib)
+            entries = out.entries_of.setdefault(network, [])
+            if entry not in entries:
+                entries.append(entry)
+    return out
+
+
+def _contribution(
+    entry: str,
+    config: Mapping[str, Any],
+    original: str,
+    network: str,
+    action: str,
+    sources: CatalogSources,
+) -> _Contribution:
+    """What ``entry`` says about ``network``'s ``action`` (its ``original`` action name)."""
+    api = config.get("api_params") or {}
+    rewrite = sources.image_versions.get(entry)
+    fills = _per_action(config.get("spec_params") or {}, original, action)
+    return _Contribution(
+        entry=entry,
+        original=original,
+        kind=_kind(str(api.get("image", "")), network, original, config, sources),
+        data_sources=_per_action(config.get("data_sources") or {}, original, action),
+        fills={str(k): str(v) for k, v in fills.items()},
+        rewrite=(str(rewrite[0]), str(rewrite[1])) if rewrite else None,
+    )
+
+
+def _action(
+    network: str, action: str, contribs: Sequence[_Contribution], pin: VersionPin
+) -> TaoAction:
+    """One action of a network, from every entry that lists it."""
+    fills: dict[str, str] = {}
+    for c in contribs:
+        for k, v in c.fills.items():
+            fills.setdefault(k, v)
+    return TaoAction(
+        name=action,
+        subtask="train" if action == "retrain" else action,
+        kind=sorted({c.kind for c in contribs})[0],
+        schema_class=pin.action_schemas.get(network, {}).get(action, ""),
+        data_sources=_merge_sources(contribs),
+        fills=fills,
+        image_rewrites=tuple(dict.fromkeys(c.rewrite for c in contribs if c.rewrite)),
     )
 
 

@@ -192,6 +192,20 @@ def srun(state: State, argv: list[str]) -> int:
         return 0
     first = next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))
     command = argv[first:]
+    jobid = next((a.split("=", 1)[1] for a in argv[:first] if a.startswith("--jobid=")), "")
+    if jobid:
+        job = state["jobs"].get(jobid)
+        if job is None or job["state"] != "RUNNING":
+            why = (
+                "Invalid job id specified"
+                if job is None
+                else "Job/step already completing or completed"
+            )
+            print(
+                f"srun: error: Unable to confirm allocation for job {jobid}: {why}", file=sys.stderr
+            )
+            sys.stdout.flush()
+            os._exit(1)
     idle = next((n["name"] for n in state["nodes"] if n["state"] in ("IDLE", "MIXED")), "")
     world = engine.world_dir()
     env = dict(os.environ, TAO_FAKE_NODE=idle, SLURM_CONF=f"{state['root']}/etc/slurm/slurm.conf")

@@ -191,14 +191,15 @@ def _files(state: State, job: Job, options: dict[str, str]) -> None:
     if marker in job["stdout"]:
         base = job["stdout"].split(marker)[0]
         job["train"] = {
-            "status_json": f"{base}/results/{job['name']}/status.json",
+            # TAO 7.3 writes <results_dir>/<subtask>/status.json.
+            "status_json": f"{base}/results/{job['name']}/train/status.json",
             "max_epoch": int(state.get("max_epoch", 10)),
             "epoch_seconds": state.get("epoch_seconds", 30),
             "epoch0": 0,
             "bumps": 0,
             "written": 0,
             "t0": None,
-            "success": "Training finished successfully.",
+            "success": "Train finished successfully.",
         }
 
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import re
 import shlex
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,8 @@ from tao_slurm_tui.services.fakecluster.world import World
 
 _WRAPPED = re.compile(r'eval "\$\(echo ([A-Za-z0-9+/=]+) \| base64 -d\)"')
 _MOUNT = re.compile(r"(?<![\w.~/$-])(" + "|".join(engine.MOUNTS) + r")(?=/|\Z|[\s'\"`;|&()<>:,=])")
+OUTPUT_LIMIT = 32 * 1024 * 1024
+"""Longest answer a fake command may give (asyncio's readers need a bound)."""
 _DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
 
@@ -128,6 +132,11 @@ class LocalProcess:
 
     def close(self) -> None:
         self._closed = True
+        # sshd hangs up the channel's whole session: what the command started goes too (a
+        # step srun started on a node, TensorBoard), not only its shell.
+        if self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
         self.send_signal("KILL")
         # Close the pipes now, while the loop runs (a test's loop may close right after).
         transport = getattr(self._process, "_transport", None)
@@ -136,6 +145,46 @@ class LocalProcess:
 
     async def wait_closed(self) -> None:
         await self._process.wait()
+
+
+class LocalListener:
+    """The part of asyncssh's ``SSHListener`` a forward uses."""
+
+    def __init__(self, server: asyncio.Server) -> None:
+        self._server = server
+
+    def get_port(self) -> int:
+        return int(self._server.sockets[0].getsockname()[1])
+
+    def close(self) -> None:
+        self._server.close()
+
+    async def wait_closed(self) -> None:
+        await self._server.wait_closed()
+
+
+def _relay(port: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A connection handler copying bytes both ways to 127.0.0.1:``port``."""
+
+    async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        finally:
+            sink.close()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            far_reader, far_writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(
+            pipe(reader, far_writer), pipe(far_reader, writer), return_exceptions=True
+        )
+
+    return relay
 
 
 class LocalLink:
@@ -157,7 +206,16 @@ class LocalLink:
     def is_closed(self) -> bool:
         return self._closed
 
-    async def create_process(self, command: str, **_: Any) -> LocalProcess:
+    async def forward_local_port(
+        self, listen_host: str, listen_port: int, dest_host: str, dest_port: int
+    ) -> LocalListener:
+        """``ssh -L``: every fake node is this machine, so ``dest_host`` is 127.0.0.1."""
+        if self._closed or self.world.link == "down":
+            raise OSError("connection lost")
+        server = await asyncio.start_server(_relay(dest_port), listen_host, listen_port)
+        return LocalListener(server)
+
+    async def create_process(self, command: str, **options: Any) -> LocalProcess:
         if self._closed or self.world.link == "down":
             self.drop()
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "connection lost")
@@ -174,13 +232,19 @@ class LocalLink:
         process = await asyncio.create_subprocess_exec(
             "/bin/sh",
             "-c",
-            "exec sh" if shell else self.map_in(command),
+            # A pty (term_type) merges stderr into stdout, as sshd's does.
+            "exec sh"
+            if shell
+            else ("exec 2>&1; " if options.get("term_type") else "") + self.map_in(command),
             env=env,
             cwd=env["HOME"],
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            # asyncssh's readers have no line limit; asyncio's default (64 KiB) would cut an
+            # answer the real connection delivers (a training's status.json read, a big tail).
+            limit=OUTPUT_LIMIT,
         )
         local = LocalProcess(process, self, shell)
         self._processes = [p for p in self._processes if not p.is_closing()] + [local]

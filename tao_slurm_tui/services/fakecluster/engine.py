@@ -8,6 +8,9 @@ under an exclusive ``flock`` by every tool call and by the in-process :class:`~.
 Before answering, a tool brings the state up to the clock (:func:`catch_up`): a pending job
 whose start time came starts on a free node, a running job writes the epochs its clock allows
 to its ``status.json`` and ``main.out``, and ends when its training (or its time limit) does.
+``status.json`` is written as TAO 7.3 writes it: in ``results/<id>/train/``, 0-based ``epoch``
+with ``max_epoch`` = epochs - 1, durations as ``timedelta`` strings, and no SUCCESS line (RUNNING
+"Train finished successfully." ends a run that succeeded).
 With a frozen clock nothing moves until the world is told to (``advance``, ``train``).
 
 The cluster's file system (``/lustre``, ``/home``) lives under ``<world>/fs``: :func:`local`
@@ -17,6 +20,7 @@ maps a cluster path there, :func:`cluster_text` maps the local prefix back in wh
 from __future__ import annotations
 
 import contextlib
+import datetime
 import fcntl
 import json
 import os
@@ -240,7 +244,9 @@ def end_job(state: State, job: Job, job_state: str, at: float, exit_code: str) -
     job["reason"] = "None"
     train = job.get("train")
     if train and job_state == "COMPLETED":
-        _write_status(state, job, {"status": "SUCCESS", "message": train["success"]}, at)
+        # TAO 7.3 writes no SUCCESS line: the run's last lines are these two, then exit 0.
+        _write_status(state, job, {"status": "RUNNING", "message": "Training loop complete."}, at)
+        _write_status(state, job, {"status": "RUNNING", "message": train["success"]}, at)
 
 
 def gpus_free(state: State, node: Job) -> int:
@@ -324,7 +330,7 @@ def _maybe_start(state: State, job: Job, at: float) -> None:
     train = job.get("train")
     if train:
         train["t0"] = job["start"]
-        _write_status(state, job, {"status": "STARTED"}, at)
+        _write_status(state, job, {"status": "STARTED", "message": "Starting Training Loop."}, at)
         _append_log(state, job, [f"[attempt {train.get('attempt', 0) + 1}] Starting training"])
 
 
@@ -340,36 +346,53 @@ def _run(state: State, job: Job, at: float) -> None:
     ran = int((at - float(train["t0"])) // float(every)) if every else 0
     target = min(int(train["max_epoch"]), int(train["epoch0"]) + int(train["bumps"]) + ran)
     while int(train["written"]) < target:
-        epoch = int(train["written"]) + 1
+        epoch = int(train["written"]) + 1  # epochs done; TAO writes the 0-based index
         train["written"] = epoch
-        left = (int(train["max_epoch"]) - epoch) * int(every or 190)
-        eta = f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+        total = int(train["max_epoch"])  # (the epochs of the run)
+        seconds = float(every or 190)
         loss = round(1.0 / (1 + epoch * 0.25), 4)
-        entry = {"status": "RUNNING", "epoch": epoch, "max_epoch": train["max_epoch"]}
-        entry.update(eta=eta, kpi={"loss": loss})
+        entry = {
+            "epoch": epoch - 1,
+            "step": epoch * 20,
+            "max_epoch": total - 1,
+            "max_step": total * 20,
+            "time_per_epoch": timedelta_text(seconds),
+            "time_per_step": timedelta_text(seconds / 20),
+            "eta": timedelta_text((total - epoch) * seconds),
+            "status": "RUNNING",
+            "message": "Training loop in progress",
+            "kpi": {"train_loss": loss},
+        }
         _write_status(state, job, entry, at)
         _append_log(
             state,
             job,
-            [
-                EPOCH_LINE_WORDS.format(
-                    epoch=epoch, max_epoch=train["max_epoch"], step=epoch * 20, loss=loss
-                )
-            ],
+            [EPOCH_LINE_WORDS.format(epoch=epoch, max_epoch=total, step=epoch * 20, loss=loss)],
         )
     if int(train["written"]) >= int(train["max_epoch"]):
         end_job(state, job, "COMPLETED", at, "0:0")
 
 
+def timedelta_text(seconds: float) -> str:
+    """A duration as TAO writes it: ``str(timedelta)`` (``0:03:10``, ``0:00:09.500000``)."""
+    return str(datetime.timedelta(seconds=seconds))
+
+
 def _write_status(state: State, job: Job, entry: dict[str, Any], at: float) -> None:
+    """Append a line in TAO's key order: the epoch fields, then date, time, status, verbosity,
+    message, kpi (date and time without zero padding)."""
     train = job["train"]
     path = local(state, train["status_json"])
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    line = {
-        "date": time.strftime("%-m/%-d/%Y", time.gmtime(at)),
-        "time": time.strftime("%H:%M:%S", time.gmtime(at)),
+    stamp = time.gmtime(at)
+    head = {k: v for k, v in entry.items() if k not in ("status", "message", "kpi")}
+    line: dict[str, Any] = {
+        **head,
+        "date": f"{stamp.tm_mon}/{stamp.tm_mday}/{stamp.tm_year}",
+        "time": f"{stamp.tm_hour}:{stamp.tm_min}:{stamp.tm_sec}",
+        "status": entry.get("status", "RUNNING"),
         "verbosity": "INFO",
-        **entry,
+        **{k: entry[k] for k in ("message", "kpi") if k in entry},
     }
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(line) + "\n")

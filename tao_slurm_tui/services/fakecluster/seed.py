@@ -102,15 +102,18 @@ class Seeded:
     train: tuple[int, int, int] | None = None
     """(epochs written, max epochs, seconds an epoch) of a running job."""
     verdict: str = ""
-    """The last status.json status of a finished job (SUCCESS, FAILURE)."""
+    """How a finished job's run ended: SUCCESS (TAO 7.3 writes no such line: its last lines are
+    RUNNING "Train finished successfully.") or FAILURE (a FAILURE line)."""
 
 
 def seeded_jobs() -> list[Seeded]:
     """Jobs in every state the screens show, newest first."""
     return [
         Seeded("dino-train-1", TaoStatus.RUNNING, [Run(1051, "RUNNING", "gpu-a01", 4324)],
-               progress=Progress(epoch=7, max_epoch=20, eta="0:41:10", status="RUNNING",
-                                 kpi={"loss": 0.3636}), train=(7, 20, 190)),
+               progress=Progress(epoch=6, max_epoch=19, eta="0:41:10", status="RUNNING",
+                                 time_per_epoch="0:03:10", kpi={"train_loss": 0.3636},
+                                 message="Training loop in progress"),
+               train=(7, 20, 190)),
         Seeded("yolo-finetune", TaoStatus.PENDING,
                [Run(1052, "PENDING", reason="Resources", est_in=6 * HOUR + 1800)]),
         Seeded("seg-large", TaoStatus.PENDING, [Run(1053, "PENDING", reason="Priority")],
@@ -122,7 +125,8 @@ def seeded_jobs() -> list[Seeded]:
                [Run(1040, "NODE_FAIL", "gpu-b03", 4239, ended=3 * HOUR + 120, exit_code="0:0",
                     retry_reason="NODE_FAIL on gpu-b03"),
                 Run(1049, "RUNNING", "gpu-a02", 10890)],
-               progress=Progress(epoch=3, max_epoch=10, eta="2:05:00", status="RUNNING"),
+               progress=Progress(epoch=2, max_epoch=9, eta="2:04:57", status="RUNNING",
+                                 time_per_epoch="0:17:51"),
                message="Retried after NODE_FAIL on gpu-b03.", train=(3, 10, 1071)),
         Seeded("mae-pretrain", TaoStatus.PAUSED, [Run(1044, "SUSPENDED", "gpu-a03", 1200)],
                message="SLURM suspended the job (SUSPENDED)."),
@@ -131,12 +135,12 @@ def seeded_jobs() -> list[Seeded]:
         Seeded("detect-ok", TaoStatus.COMPLETE,
                [Run(1031, "COMPLETED", "gpu-a01", 11400, ended=6 * HOUR + 50 * 60,
                     exit_code="0:0")],
-               progress=Progress(epoch=20, max_epoch=20, status="SUCCESS",
-                                 message="Training finished successfully."),
-               message="Training finished successfully.", verdict="SUCCESS"),
+               progress=Progress(epoch=19, max_epoch=19, status="RUNNING",
+                                 message="Train finished successfully."),
+               message="Train finished successfully.", verdict="SUCCESS"),
         Seeded("detect-bad", TaoStatus.ERROR,
                [Run(1030, "FAILED", "gpu-a04", 192, ended=10 * HOUR + 56 * 60, exit_code="1:0")],
-               message="ValueError: dataset_config.train_data_sources is empty.",
+               message="Parameter validation error: dataset.train_data_sources is empty.",
                verdict="FAILURE"),
         Seeded("timeout-job", TaoStatus.ERROR,
                [Run(1021, "TIMEOUT", "gpu-a02", 4 * HOUR, ended=16 * HOUR, exit_code="0:15")],
@@ -146,7 +150,8 @@ def seeded_jobs() -> list[Seeded]:
                message="Canceled by the user."),
         Seeded("unet-small", TaoStatus.COMPLETE,
                [Run(1012, "COMPLETED", "gpu-a03", 3130, ended=26 * HOUR, exit_code="0:0")],
-               progress=Progress(epoch=10, max_epoch=10, status="SUCCESS"), verdict="SUCCESS"),
+               progress=Progress(epoch=9, max_epoch=9, status="RUNNING",
+                                 message="Train finished successfully."), verdict="SUCCESS"),
     ]  # fmt: skip
 
 
@@ -157,12 +162,14 @@ def seeded_pipeline() -> list[Seeded]:
     return [
         Seeded("rtdetr", TaoStatus.COMPLETE,
                [Run(1060, "COMPLETED", "gpu-a01", 9612, ended=20 * 60, exit_code="0:0")],
-               spec={"num_gpus": 4}, progress=Progress(epoch=5, max_epoch=5, status="SUCCESS"),
-               message="Training finished successfully.", verdict="SUCCESS"),
+               spec={"num_gpus": 4},
+               progress=Progress(epoch=4, max_epoch=4, status="RUNNING",
+                                 message="Train finished successfully."),
+               message="Train finished successfully.", verdict="SUCCESS"),
         Seeded("rtdetr-evaluate", TaoStatus.RUNNING,
                [Run(1061, "RUNNING", "gpu-a02", 760, limit=1800)],
                spec={**half, "command": "rtdetr evaluate -e /specs/eval.yaml"},
-               progress=Progress(epoch=2, max_epoch=5, status="RUNNING"), train=(2, 5, 300)),
+               progress=Progress(epoch=1, max_epoch=4, status="RUNNING"), train=(2, 5, 300)),
         Seeded("rtdetr-export", TaoStatus.PENDING,
                [Run(1062, "PENDING", reason="Dependency", limit=1800,
                     dependency="afterok:1061")],
@@ -337,9 +344,9 @@ def _cluster_job(
     if seeded.train is not None and live and run.state == "RUNNING":
         written, most, every = seeded.train
         job["train"] = {
-            "status_json": paths.status_json, "max_epoch": most, "epoch_seconds": every,
-            "epoch0": written, "bumps": 0, "written": written, "t0": at,
-            "success": "Training finished successfully.",
+            "status_json": paths.subtask_status_json("train"), "max_epoch": most,
+            "epoch_seconds": every, "epoch0": written, "bumps": 0, "written": written, "t0": at,
+            "success": "Train finished successfully.",
         }  # fmt: skip
     return job
 
@@ -357,7 +364,7 @@ def _write_files(world: World, jobs: list[Seeded], at: float) -> None:
                 target.write_text("\n".join(_log_lines(stream, number, LOG_LINES)) + "\n")
         lines = _status_lines(seeded, at)
         if lines:
-            target = world.local(paths.status_json)
+            target = world.local(paths.subtask_status_json("train"))
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("".join(json.dumps(line) + "\n" for line in lines))
     for where, data in (
@@ -377,23 +384,31 @@ def _write_files(world: World, jobs: list[Seeded], at: float) -> None:
 
 
 def _status_lines(seeded: Seeded, at: float) -> list[dict[str, Any]]:
-    def line(status: str, **more: Any) -> dict[str, Any]:
-        return {"date": "5/10/2026", "time": "08:00:00", "status": status,
-                "verbosity": "INFO", **more}  # fmt: skip
+    """The job's ``train/status.json`` as TAO 7.3 writes it (0-based epochs, no SUCCESS line)."""
 
+    def line(status: str, message: str = "", **more: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {**more, "date": "5/10/2026", "time": "8:0:0", "status": status,
+                                 "verbosity": "INFO"}  # fmt: skip
+        if message:
+            entry["message"] = message
+        return entry
+
+    def epoch_line(done: int, total: int, every: int) -> dict[str, Any]:
+        return line("RUNNING", "Training loop in progress", epoch=done - 1, step=done * 20,
+                    max_epoch=total - 1, max_step=total * 20, time_per_epoch=_eta(every),
+                    time_per_step=_eta(every // 20), eta=_eta((total - done) * every),
+                    kpi={"train_loss": round(1.0 / (1 + done * 0.25), 4)})  # fmt: skip
+
+    start = [line("STARTED", "Starting Training Loop.")]
     if seeded.train is not None:
         written, most, every = seeded.train
-        return [line("STARTED")] + [
-            line("RUNNING", epoch=e, max_epoch=most, eta=_eta((most - e) * every),
-                 kpi={"loss": round(1.0 / (1 + e * 0.25), 4)})
-            for e in range(1, written + 1)
-        ]  # fmt: skip
+        return start + [epoch_line(e, most, every) for e in range(1, written + 1)]
     if seeded.verdict == "SUCCESS":
-        most = seeded.progress.max_epoch or 1
-        return [line("RUNNING", epoch=most, max_epoch=most),
-                line("SUCCESS", message="Training finished successfully.")]  # fmt: skip
+        most = (seeded.progress.max_epoch or 0) + 1
+        return [*start, epoch_line(most, most, 190), line("RUNNING", "Training loop complete."),
+                line("RUNNING", "Train finished successfully.")]  # fmt: skip
     if seeded.verdict == "FAILURE":
-        return [line("FAILURE", message=seeded.message)]
+        return [*start, line("FAILURE", seeded.message)]
     return []
 
 

@@ -90,6 +90,13 @@ class World:
                 "from tao_slurm_tui.services.fakecluster.tools import main\n"
                 f"main({name!r})\n",
             )
+        # TensorBoard on the nodes: a server, so not a tool under the state's lock.
+        self._script(
+            self.path / "nodebin" / "tensorboard",
+            f"#!{sys.executable} -IS\nimport sys\nsys.path.insert(0, {_PACKAGE_PARENT!r})\n"
+            "from tao_slurm_tui.services.fakecluster.tensorboard_tool import main\n"
+            "sys.exit(main(sys.argv[1:]))\n",
+        )
         state = engine.empty_state(self.root, self.user)
         (self.path / engine.STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
         self._clock_tools(state)

@@ -58,7 +58,15 @@ async def check(
     if existing is not None and existing.submitted:
         # Submitted since the job was resolved (another window, a script): the same words.
         raise BadInput(name_taken(existing, profile_name))
-    to_check = step.spec.paths_to_check()
+    labels = step.spec.labelled_paths()
+    to_check = list(labels)
+    tao = step.spec.tao
+    if tao is not None:
+        report(
+            SubmitStage.CHECKING,
+            f"{tao.network} {tao.action}: experiment spec valid for TAO {tao.version}; "
+            f"{len(tao.datasets)} dataset path(s) to find",
+        )
     report(SubmitStage.CHECKING, f"checking {len(to_check)} input path(s) on the cluster")
     command = check_paths_command(to_check)
     paths = step.plan.paths
@@ -72,13 +80,21 @@ async def check(
     result = await conn.run(command, timeout=profile.command_timeout)
     missing = parse_missing(result.stdout)
     if missing:
+        named = [_named(path, labels.get(path, "")) for path in missing]
         raise BadInput(
-            f"{len(missing)} input path(s) do not exist on the cluster: {', '.join(missing)}; "
+            f"{len(missing)} input path(s) do not exist on the cluster: {', '.join(named)}; "
             "stage the data on the shared filesystem or fix the paths in the spec."
         )
     if existing is None:
         _refuse_taken_on_cluster(step.name, *parse_taken(result.stdout))
     return Checked(existing)
+
+
+def _named(path: str, label: str) -> str:
+    """A missing path with the spec key that names it (a TAO dataset key, a [specs] key)."""
+    if not label or label == "inputs":
+        return path
+    return f"{path} ({label})"
 
 
 def _refuse_taken_on_cluster(name: str, live: list[str], staged: list[str]) -> None:

@@ -1,7 +1,8 @@
 """Phase 2 of a submission, **stage**: the job's files on the cluster, each written atomically.
 
 The remote layout (:mod:`tao_slurm_tui.core.layout`): ``specs/<id>.json`` (``[specs]`` with
-cluster paths converted), ``env/<id>.json`` (mode 0600: ``[env]`` may hold tokens) and
+cluster paths converted), a ``[tao]`` job's checked experiment spec ``specs/<id>.yaml`` (TAO's
+``-e`` file), ``env/<id>.json`` (mode 0600: ``[env]`` may hold tokens) and
 ``entrypoints/job_<id>.sh`` (the command, run by bash in the container). ``meta/<id>.json`` and
 the batch script follow in submit-and-record, once the image is known.
 """
@@ -30,6 +31,10 @@ async def stage(
     )
     report(SubmitStage.STAGING, f"writing {paths.spec_json}")
     await conn.upload_text(paths.spec_json, spec_file(step))
+    tao = step.spec.tao
+    if tao is not None:
+        report(SubmitStage.STAGING, f"writing {paths.tao_spec_yaml} ({tao.network} {tao.action})")
+        await conn.upload_text(paths.tao_spec_yaml, tao.experiment)
     report(SubmitStage.STAGING, f"writing {paths.env_json} (mode 0600)")
     await conn.upload_text(paths.env_json, env_file(step), mode=0o600)
     report(SubmitStage.STAGING, f"writing {paths.entrypoint}")
@@ -41,4 +46,6 @@ async def unstage(conn: RemoteFiles, profile: Profile, step: ResolvedStep) -> No
     again, also for other workstations). Best effort: the caller ignores a failure."""
     paths = step.plan.paths
     files = [paths.spec_json, paths.env_json, paths.entrypoint, paths.meta_json, paths.sbatch]
+    if step.spec.tao is not None:
+        files.append(paths.tao_spec_yaml)
     await conn.run(join(["rm", "-f", "--", *files]), timeout=profile.command_timeout)
