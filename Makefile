@@ -35,9 +35,9 @@ cluster-down: ## Stop the sandbox cluster's daemons
 	$(CLUSTER) down
 
 .PHONY: demo
-demo: venv cluster-up ## Bring up the sandbox, install its NGC key, open the app with the example spec
+demo: venv cluster-up ## Bring up the sandbox, install its NGC key, open the app with a TAO job (classification_pyt train)
 	$(BIN)/tao-slurm-tui --profile sandbox creds install < "$$($(CLUSTER) info --json | jq -r .ngc_key_file)"
-	$(BIN)/tao-slurm-tui --profile sandbox --spec examples/train-demo.toml
+	$(BIN)/tao-slurm-tui --profile sandbox --spec examples/tao-classification.toml
 
 .PHONY: test-tools
 test-tools: ## apt-get what the tests drive besides the cluster (tmux: the app in a real terminal; tcsh: a csh login shell)

@@ -57,6 +57,7 @@ from tao_slurm_tui.config import Config
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.quoting import quote
 from tao_slurm_tui.core.slurm_poll import queue_command
+from tao_slurm_tui.core.spec import SpecDraft
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import Connection
 from tao_slurm_tui.services.backend import SubmitStage
@@ -278,7 +279,9 @@ async def driver(soak: Soak, jobs: int, run_id: str, span: float) -> None:
             pass
 
         try:
-            await soak.backend.submit(spec, progress)
+            # As the CLI's submit does: the spec resolved on the profile, then submitted.
+            job = soak.backend.resolve(SpecDraft(spec)).require()
+            await soak.backend.submit(job, progress)
         except TaoError as exc:
             soak.error(f"submit {plan.name}", exc)
             continue

@@ -11,13 +11,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tao_slurm_tui.app import TaoSlurmApp, make_app  # noqa: E402
 from tao_slurm_tui.config import Settings  # noqa: E402
+from tao_slurm_tui.core.spec import SpecDraft  # noqa: E402
 from tao_slurm_tui.screens.composer import ComposerScreen  # noqa: E402
 from tao_slurm_tui.screens.logs import LogsScreen  # noqa: E402
 from tao_slurm_tui.services.backend import Backend  # noqa: E402
@@ -51,6 +52,22 @@ async def composer(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await app.push_screen(screen)
     await _settle(app, pilot)
     screen.query_one("#f-time_hours", Input).value = "10"
+    await _settle(app, pilot)
+
+
+async def composer_tao(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    draft = SpecDraft.from_file(ROOT / "examples" / "tao-classification.toml")
+    screen = ComposerScreen(app.ctx, dict(draft.table), base_dir=draft.base_dir)
+    await app.push_screen(screen)
+    await _settle(app, pilot)  # the catalogue opened, the schema built (a worker)
+    await _settle(app, pilot)
+    editor = screen.query_one("#tao-editor", TextArea)
+    # A typo: the problem is named with its line, the nearest valid key suggested.
+    editor.load_text(editor.text.replace("  num_epochs: 6", "  num_epoch: 6"))
+    line = next(i for i, t in enumerate(editor.text.splitlines()) if "num_epoch:" in t)
+    editor.cursor_location = (line, 12)
+    editor.scroll_cursor_visible(center=True)
+    await pilot.pause(0.6)
     await _settle(app, pilot)
 
 
@@ -117,6 +134,7 @@ async def pipeline(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
 SHOTS: dict[str, Step] = {
     "queue": queue,
     "composer": composer,
+    "composer-tao": composer_tao,
     "capacity": capacity,
     "clusters": clusters,
     "composer-estimate": composer_estimate,

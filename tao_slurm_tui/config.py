@@ -76,8 +76,17 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
 
 
-def state_db_path() -> Path:
-    """Path of the SQLite state database."""
+STATE_DB_VARIABLE = "TAO_SLURM_TUI_STATE_DB"
+"""Puts the state DB elsewhere (a local disk, when the home is on a network file system whose
+locks do not reach other machines)."""
+
+
+def state_db_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Path of the SQLite state database: ``$TAO_SLURM_TUI_STATE_DB``, or ``state.db`` in the
+    data dir."""
+    override = (os.environ if environ is None else environ).get(STATE_DB_VARIABLE, "")
+    if override.strip():
+        return Path(override).expanduser()
     return data_dir() / "state.db"
 
 

@@ -60,6 +60,8 @@ class CliContext:
             try:
                 return await work(self.backend)
             finally:
+                for notice in self.backend.take_notices():
+                    self.err(notice)
                 await self.backend.close()
 
         return asyncio.run(main())

@@ -226,6 +226,9 @@ NGC_KEY_REFUSED_REASON = (
 )
 """The message the user sees for a pull refused for authentication (never retried)."""
 
+DISK_FULL = "file system full or over quota"
+"""Family of the never-retry pattern for ENOSPC / EDQUOT."""
+
 NEVER_RETRY_PATTERNS: list[LogPattern] = [
     # The image pull was refused for authentication: every retry would be refused the same way.
     # The first is the batch script's own check (tao_pull_auth_check), the second enroot's.
@@ -237,6 +240,17 @@ NEVER_RETRY_PATTERNS: list[LogPattern] = [
             "set-up -> NGC key",
             "[ERROR] URL https://nvcr.io/proxy_auth?scope=repository:nvidia/tao/tao-toolkit:pull "
             "returned error code: 401 Unauthorized",
+        ),
+    ),
+    # A full file system or an exceeded quota (results, logs, the enroot cache in the home):
+    # every retry would hit it again until someone frees space (core/disk_space.py says which).
+    LogPattern(
+        DISK_FULL,
+        r"No space left on device|Disk quota exceeded|\[Errno (28|122)\]",
+        (
+            "OSError: [Errno 28] No space left on device: '/lustre/u/results/model_epoch_003.pth'",
+            "cp: error writing '/home/u/.cache/enroot/abc.tar': Disk quota exceeded",
+            "dd: error writing '/scratch/u/x': No space left on device",
         ),
     ),
     # CUDA out of memory is a program/config error (batch size, model size): retrying repeats it.

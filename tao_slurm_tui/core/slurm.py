@@ -295,3 +295,23 @@ def explain_reason(reason: str, *, short: bool = False) -> str:
     if head.startswith("Partition"):
         return f"the partition does not allow the request ({text})"
     return f"SLURM reason: {text}"
+
+
+_CONTROLLER_DOWN = re.compile(
+    r"Unable to contact slurm controller|Socket timed out on send/recv|backup controller in "
+    r"standby mode|Zero Bytes were transmitted or received|Communication connection failure|"
+    r"Connection refused|Transport endpoint is not connected",
+    re.IGNORECASE,
+)
+
+
+def controller_unreachable(message: str) -> str:
+    """A SLURM command's error that means the controller did not answer, in words ('' for any
+    other error): the primary restarting, or the backup taking over, makes every client wait or
+    fail for SlurmctldTimeout seconds or more."""
+    if not _CONTROLLER_DOWN.search(message):
+        return ""
+    return (
+        f"SLURM's controller did not answer ({message.strip()[:160]}); it may be restarting or "
+        "failing over to its backup, so the job states shown are the last known ones"
+    )

@@ -413,9 +413,9 @@ class SlurmSnapshot:
 _DETAIL_KEYS = ("elapsed", "time_limit", "partition", "submit_time", "start_time", "end_time")
 
 
-def _is_transient(row: SlurmRow) -> bool:
-    # sacct's placeholder right after start: JobName=allocation (not asked for), PENDING, empty
-    # partition; a real PENDING record has its partition.
+def is_transient(row: SlurmRow) -> bool:
+    """sacct's placeholder right after start (also for ever for a job a crashed controller
+    lost): JobName=allocation or none, PENDING, no partition (a real PENDING record has one)."""
     name, partition = row.get("name"), row.get("partition")
     return name in ("", "allocation") and row.state == "PENDING" and not partition
 
@@ -448,7 +448,7 @@ def merge(
     )
     if squeue_row is not None and squeue_row.get("restarts").isdigit():
         restarts = max(restarts, int(squeue_row.get("restarts")))
-    if latest is not None and _is_transient(latest):
+    if latest is not None and is_transient(latest):
         latest = None
     jid = (squeue_row.job_id if squeue_row else "") or (latest.job_id if latest else "") or job_id
     snap = SlurmSnapshot(job_id=jid, restarts=restarts)

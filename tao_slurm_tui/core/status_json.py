@@ -288,7 +288,7 @@ def duration_words(text: str | None) -> str:
     written when it is no duration ('' for none)."""
     seconds = parse_timedelta(text)
     if seconds is None:
-        return first_line(text)[:20]
+        return first_line(text)
     if seconds < 10:
         return f"{seconds:.1f}s"
     whole = int(seconds)

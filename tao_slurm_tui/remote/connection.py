@@ -363,6 +363,7 @@ class Connection:
     async def _reconnect(self) -> None:
         """Reconnect with exponential backoff; ends CONNECTED or DOWN (never raises)."""
         delay = min(1.0, self.max_backoff)
+        lost = self.host
         for attempt in range(1, self.reconnect_attempts + 1):
             try:
                 async with self._lock:
@@ -389,7 +390,7 @@ class Connection:
                 self._failed(exc)
                 return
             self._set_state(
-                ConnectionState.CONNECTED, self.login.connected("reconnected", self.host)
+                ConnectionState.CONNECTED, self.login.connected("reconnected", self.host, lost)
             )
             return
 

@@ -95,7 +95,10 @@ class LoginPolicy:
             self.note = f"over {link.owner}: no new login, no new code"
         return link
 
-    def connected(self, verb: str, host: str | None) -> str:
-        """``connected to HOST`` (``... over the dashboard's connection (pid N)``)."""
+    def connected(self, verb: str, host: str | None, lost: str | None = None) -> str:
+        """``connected to HOST`` (``... over the dashboard's connection (pid N)``); after a
+        failover from the login host ``lost`` to another, it says so instead."""
+        if lost and host and host != lost:
+            return f"{lost} stopped answering; switched to the login host {host}"
         over = f" over {self.shared_from}" if self.shared_from else ""
         return f"{verb} to {host}{over}"

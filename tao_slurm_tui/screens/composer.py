@@ -18,6 +18,8 @@ from textual.widgets import Button, Input, Label, Switch, TextArea
 
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
+from tao_slurm_tui.core.spec.model import TIMEOUT_FRACTION
+from tao_slurm_tui.core.spec.tao_stage import editable
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
@@ -30,6 +32,7 @@ from tao_slurm_tui.widgets.sbatch_preview import SbatchPreview
 from tao_slurm_tui.widgets.spec_form import FIELDS, SpecForm, in_words
 from tao_slurm_tui.widgets.start_estimate_pane import StartEstimatePane
 from tao_slurm_tui.widgets.steps_editor import StepsEditor
+from tao_slurm_tui.widgets.tao_form import TaoForm
 
 PREVIEW_DELAY = 0.25
 """Seconds of quiet typing before the preview is rendered again."""
@@ -74,6 +77,7 @@ class ComposerScreen(Screen[str | None]):
     ]
 
     form = getters.query_one("#form", SpecForm)
+    tao_form = getters.query_one("#tao", TaoForm)
     preview = getters.query_one("#preview", SbatchPreview)
     estimate = getters.query_one("#estimate", StartEstimatePane)
     problems = getters.query_one("#problems", Label)
@@ -136,8 +140,10 @@ class ComposerScreen(Screen[str | None]):
                     yield Button("Save…", id="save", compact=True)
         yield AppFooter()
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         """Fill the form, validate, preview; fetch the partitions' MaxTime."""
+        # The TAO job (network, action, experiment spec) heads the form, in its scroll.
+        await self.form.mount(TaoForm(self.ctx.backend, id="tao"), before=0)
         self._load_form(self.form_values(SpecDraft(self.initial, base_dir=self.base_dir)))
         # Typing starts in the name field: unfocused, letters would reach the app's bindings.
         self.query_one("#f-name", Input).focus()
@@ -158,12 +164,27 @@ class ComposerScreen(Screen[str | None]):
         is not a spec is shown as written over the profile's defaults, so the inline errors
         point at what to fix.
         """
-        spec = self.ctx.backend.resolve(draft).spec
+        if draft.table.get("tao") is not None:
+            # A TAO job as its user wrote it (a clone's stored spec too): the image and the
+            # command are the catalogue's unless it names them.
+            table = editable(draft.table)
+            defaults = self.ctx.backend.default_spec()
+            kept = {k: v for k, v in defaults.items() if k not in ("image", "command", "specs")}
+            hours = table.get("time_hours")
+            if "timeout_hours" not in table and isinstance(hours, int | float):
+                # A wall time alone brings its matching timeout, as a resolved spec's does.
+                kept["timeout_hours"] = round(hours * TIMEOUT_FRACTION, 4)
+            return {**kept, **table}
+        spec = self.ctx.backend.resolve(draft, load_tao=False).spec
         if spec is not None:
             return spec.model_dump(mode="json")
         return {**self.ctx.backend.default_spec(), **draft.table}
 
     def _load_form(self, spec: dict[str, Any]) -> None:
+        spec = dict(spec)
+        tao = spec.pop("tao", None)
+        self.tao_form.load(tao if isinstance(tao, dict) else None, self.base_dir)
+        self.form.set_tao(tao is not None)
         self.form.load(spec)
         # Widgets take their values at once: this is the baseline edits are measured from.
         self.loaded = self.saved = self.current_spec()
@@ -180,6 +201,12 @@ class ComposerScreen(Screen[str | None]):
     def _on_field_changed(self, event: Input.Changed | Switch.Changed | TextArea.Changed) -> None:
         if event.control is not self.preview:  # the preview's own reloads are not edits
             self._changed()
+
+    @on(TaoForm.Changed)
+    def _tao_changed(self) -> None:
+        self.touched.add("tao")
+        self.form.set_tao(self.tao_form.is_tao)
+        self._changed()
 
     @on(StepsEditor.Changed)
     def _steps_changed(self) -> None:
@@ -242,15 +269,32 @@ class ComposerScreen(Screen[str | None]):
 
     def current_spec(self) -> dict[str, Any]:
         """The spec as typed now."""
-        return self.form.spec()[0]
+        return self._typed()[0]
+
+    def _typed(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The spec as typed (the TAO form's ``[tao]`` table in it), and what does not parse."""
+        spec, errors = self.form.spec()
+        tao, problem = self.tao_form.table()
+        if tao is not None:
+            # TAO's command and experiment spec; the catalogue's image unless one is typed.
+            spec = {k: v for k, v in spec.items() if k not in ("command", "specs")}
+            if not str(spec.get("image") or "").strip():
+                spec.pop("image", None)
+            spec["tao"] = tao
+        if problem:
+            errors["tao"] = problem
+        return spec, errors
 
     def _validate(self) -> dict[str, str]:
-        spec, parse_errors = self.form.spec()
+        spec, parse_errors = self._typed()
         self.touched |= {key for key, value in spec.items() if value != self.loaded.get(key)}
         # Every rule is the back end's (the CLI's too): the wall time against the limits it
         # knows (see load_limits), the GPU type against the capacity once an estimate or a
         # view fetched it, the name against the jobs submitted.
-        self.resolution = self.ctx.backend.resolve(SpecDraft(spec, base_dir=self.base_dir))
+        # The UI thread never opens the TAO catalogue or builds a schema: the TAO form's worker
+        # does, and asks again once it has.
+        draft = SpecDraft(spec, base_dir=self.base_dir)
+        self.resolution = self.ctx.backend.resolve(draft, load_tao=False)
         errors = self.resolution.by_field()
         errors.update(parse_errors)  # what does not even parse, in the form's own words
         self.errors = errors
@@ -258,7 +302,9 @@ class ComposerScreen(Screen[str | None]):
         # was edited, every problem once a submit was tried or a file loaded.
         shown = errors if self.show_all else {k: m for k, m in errors.items() if k in self.touched}
         self.form.show_errors(shown)
-        keys = {field.key for field in FIELDS} | {"then"}  # the steps editor shows its own
+        self.tao_form.show_problem(errors.get("tao", "") if "tao" in shown else "")
+        # The steps editor and the TAO form show their own.
+        keys = {field.key for field in FIELDS} | {"then", "tao"}
         loose = [f"{k}: {m}" if k else m for k, m in errors.items() if k not in keys]
         self.problems.update(plain("\n".join(in_words(line) for line in loose)))
         self.query_one("#drop-extra").display = bool(self.form.extra)
@@ -274,7 +320,12 @@ class ComposerScreen(Screen[str | None]):
                 f"{count} field{'s' if count > 1 else ''} to fix", alarm=shown
             )
             return
-        self.preview.show_script(self.ctx.backend.render(job))
+        script = self.ctx.backend.render(job)
+        if job.spec.tao is not None:
+            # A TAO job's command is TAO's own: show what runs in the container too.
+            entry = self.ctx.backend.render(job, entrypoint=True)
+            script += f"\n# ---- the staged entrypoint (runs in the container) ----\n{entry}"
+        self.preview.show_script(script)
 
     # ------------------------------------------------------------------ submit
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -299,6 +350,8 @@ class ComposerScreen(Screen[str | None]):
             first = self.form.first_error_widget(errors)
             if first:
                 self.query_one(f"#{first}").focus()
+            elif "tao" in errors and self.tao_form.is_tao:
+                self.query_one("#tao-editor").focus()  # the experiment spec's problem
             self.notify("Fix the fields marked in red first.", severity="error")
             return
         job = self.resolution.job

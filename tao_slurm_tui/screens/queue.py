@@ -343,6 +343,8 @@ class QueueScreen(Screen[None]):
             soon = await self.ctx.backend.followup()
             self._take_warning()  # what the follow-up could not read, if anything
         finally:
+            for notice in self.ctx.backend.take_notices():
+                self.notify(notice, title="Cluster", severity="information", timeout=20)
             if rearm:
                 self._arm(0.05 if soon else self._delay)
 

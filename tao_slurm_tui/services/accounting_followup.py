@@ -19,13 +19,25 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
-from tao_slurm_tui.core.slurm_poll import SlurmRow, SlurmSnapshot, parse_poll_output, poll_command
+from tao_slurm_tui.core.slurm_poll import (
+    SlurmRow,
+    SlurmSnapshot,
+    is_transient,
+    parse_poll_output,
+    poll_command,
+)
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import Remote
 
 UNSETTLED_TICKS = 3
 """Ticks a finished state squeue reports may wait for sacct to agree before it is trusted
 anyway (accounting down)."""
+LOST_ANSWERS = 3
+"""sacct answers without a row (while squeue, answering, does not list the job either) before a
+submitted job counts as lost by SLURM: a primary slurmctld that crashes before saving its state
+forgets the jobs of its last seconds, and no accounting record was written for them."""
+LOST_SECONDS = 120.0
+"""...and the least time since the first such answer (slurmdbd lags by seconds, not minutes)."""
 UNSETTLED_SECONDS = 30.0
 """...and the least time it waits: slurmdbd lags the controller by seconds, so a tick count
 alone (3 ticks are 3 s at a 1 s interval) would end a job without its exit code."""
@@ -65,6 +77,9 @@ class AccountingFollowUp:
         """Ids this tick asks about."""
         self._asked_before: set[str] = set()
         """Ids the previous tick asked about."""
+        self._missing: dict[str, tuple[int, float]] = {}
+        """Ids sacct answered about without a row (or only the transient ``allocation`` one a lost
+    job keeps): id → (answers, first answer)."""
         self._task: asyncio.Task[bool] | None = None
         self._error = ""
 
@@ -111,6 +126,13 @@ class AccountingFollowUp:
         self._unsettled[sid] = (count + 1, since)
         return count + 1 < UNSETTLED_TICKS or now - since < UNSETTLED_SECONDS
 
+    def lost(self, sid: str) -> bool:
+        """True when accounting has answered about ``sid`` without a row for long enough
+        (:data:`LOST_ANSWERS`, :data:`LOST_SECONDS`): with squeue not listing it either, SLURM
+        lost the job."""
+        count, since = self._missing.get(sid, (0, self.clock()))
+        return count >= LOST_ANSWERS and self.clock() - since >= LOST_SECONDS
+
     def settled(self, sid: str) -> None:
         """The state of ``sid`` is acted on: stop counting it as unsettled."""
         self._unsettled.pop(sid, None)
@@ -147,6 +169,7 @@ class AccountingFollowUp:
         keep = set(active)
         self._rows = {k: v for k, v in self._rows.items() if k in keep}
         self._unsettled = {k: v for k, v in self._unsettled.items() if k in keep}
+        self._missing = {k: v for k, v in self._missing.items() if k in keep}
 
     def rest(self) -> None:
         """No active job is left: there is nothing sacct could be asked about."""
@@ -155,7 +178,7 @@ class AccountingFollowUp:
     @property
     def holds_nothing(self) -> bool:
         """True when no rows and no unsettled states are kept."""
-        return not self._rows and not self._unsettled
+        return not self._rows and not self._unsettled and not self._missing
 
     # ------------------------------------------------------------------ the call
 
@@ -169,8 +192,14 @@ class AccountingFollowUp:
         output = parse_poll_output(result.stdout)
         self._error = output.error
         news = False
+        answered = output.sacct_rc == 0 and not output.error
         for sid in ids:
             rows = output.sacct_rows.get(sid)
+            if rows and not all(is_transient(r) for r in rows):
+                self._missing.pop(sid, None)
+            elif answered:
+                count, since = self._missing.get(sid, (0, self.clock()))
+                self._missing[sid] = (count + 1, since)
             if rows is not None and rows != self._rows.get(sid):
                 self._rows[sid] = rows
                 news = True

@@ -124,6 +124,12 @@ class Backend(Protocol):
         lines that are not job rows), as a phrase; '' when it was complete."""
         ...
 
+    def take_notices(self) -> list[str]:
+        """One-off sentences for the user, each returned once: a login host that went away
+        (and the one used now), the state DB's journal mode on a network file system, jobs
+        recovered after a damaged state DB was moved aside."""
+        ...
+
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Call ``callback(state)`` whenever the connection state changes.
 

@@ -44,11 +44,12 @@ from tao_slurm_tui.core.spec import (
     resolve,
 )
 from tao_slurm_tui.core.spec.slice_rule import similar_runs
-from tao_slurm_tui.core.spec.tao_stage import TaoContext, uses_tao
+from tao_slurm_tui.core.spec.tao_source import TaoContext
+from tao_slurm_tui.core.spec.tao_stage import uses_tao
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
-from tao_slurm_tui.remote.connection import ConnectionState, RemoteError
+from tao_slurm_tui.remote.connection import ConnectError, ConnectionState, RemoteError
 from tao_slurm_tui.remote.share_server import ShareServer
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
@@ -61,6 +62,7 @@ from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
 from tao_slurm_tui.services.partitions import offline_limits
 from tao_slurm_tui.services.run_follow import training_dir
+from tao_slurm_tui.services.site_notices import SiteNotices, in_maintenance
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
 from tao_slurm_tui.services.tensorboard import TensorBoards
@@ -115,6 +117,7 @@ class ClusterBackend:
             self.store = store
         self._last_poll: float | None = None
         self._poll_warning = ""
+        self.notices = SiteNotices()
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
         self._tao: TaoCatalogue | None = None
@@ -129,7 +132,7 @@ class ClusterBackend:
     @cached_property
     def store(self) -> JobStore:
         """The job store (the state DB is opened on first use)."""
-        return JobStore(state_db_path())
+        return self.notices.store_opened(JobStore(state_db_path()))
 
     @cached_property
     def submitter(self) -> Submitter:
@@ -197,6 +200,7 @@ class ClusterBackend:
             # New login settings: the open connection (to the old place) goes, the next command
             # dials the new ones; unchanged ones keep it.
             if self.conn.use_profile(self._profile):
+                self.notices.connected_to = None  # another place on purpose: no failover
                 # Another host or user may be another cluster: its own limits and capacity.
                 self._live_limits = None
                 self.capacities.clear()
@@ -252,19 +256,34 @@ class ClusterBackend:
         return await self._share.start()
 
     def _on_state(self, state: ConnectionState, message: str) -> None:
+        if state is ConnectionState.CONNECTED:
+            self.notices.connected(self.conn.host)
         for callback in list(self._listeners):
             callback(str(state))
+
+    def take_notices(self) -> list[str]:
+        """One-off sentences, each returned once (:class:`SiteNotices`)."""
+        return self.notices.take(self.__dict__.get("store"))
 
     # ------------------------------------------------------------------ queue
 
     async def refresh(self, *, connect: bool = True, full: bool = False) -> list[JobRecord]:
         """One monitor tick (one round trip for every active job; due retries done); squeue
         runs when the jobs' run events or the pace call for it, or ``full``."""
-        if connect:
-            # With no active job the tick needs no round trip; open (or check) the connection
-            # anyway so the header's indicator tells the truth and a broken profile shows at once.
-            await self.conn.connect()
-        result = await self.monitor.tick(full=full)
+        try:
+            if connect:
+                # With no active job the tick needs no round trip; open (or check) the
+                # connection anyway so the header's indicator tells the truth and a broken
+                # profile shows at once.
+                await self.conn.connect()
+            # (Reads one marker file; the cluster only after a damaged state DB.)
+            await self.notices.recover(self.conn, self.store, self._name, self._profile)
+            result = await self.monitor.tick(full=full)
+        except ConnectError as exc:
+            told = in_maintenance(exc, self.monitor.site if "monitor" in self.__dict__ else None)
+            if told is None:
+                raise
+            raise told from None
         self._poll_warning = result.warning
         self._last_poll = self.monitor.clock()
         return list(reversed(result.jobs))
@@ -595,6 +614,8 @@ class ClusterBackend:
             await self.tensorboards.close()
         if self._share is not None:
             await self._share.close()
+        if "monitor" in self.__dict__:
+            await self.monitor.site.close()  # its background fetch is never awaited by a tick
         await self.conn.close()
         if "store" in self.__dict__:
             self.store.close()

@@ -23,6 +23,7 @@ from tao_slurm_tui.core.quoting import home_path
 from tao_slurm_tui.core.secrets import CREDENTIALS_PATH, Secret, validate_ngc_key
 from tao_slurm_tui.errors import OperationFailed
 from tao_slurm_tui.remote.connection import Connection, RemoteError
+from tao_slurm_tui.services.disk_space import disk_full_error
 
 __all__ = [
     "CHECK_COMMAND",
@@ -121,7 +122,7 @@ async def install_ngc_credentials(connection: Connection, key: str | Secret) -> 
     if isinstance(key, Secret):
         key.clear()
     del key
-    failure = ""
+    failure = stderr = ""
     status = 0
     try:
         res = await connection.run(
@@ -132,6 +133,7 @@ async def install_ngc_credentials(connection: Connection, key: str | Secret) -> 
         )
         status = res.exit_status if res.exit_status is not None else -1
         ok = res.ok and "installed" in res.stdout
+        stderr = res.stderr  # (file names and tools' errors only: the key stays in builtins)
     except RemoteError as exc:
         failure = str(exc)
         ok = False
@@ -142,6 +144,15 @@ async def install_ngc_credentials(connection: Connection, key: str | Secret) -> 
     if failure:
         raise OperationFailed(f"Could not install the enroot credentials: {failure}")
     if not ok:
+        full = await disk_full_error(
+            connection,
+            connection.profile,
+            stderr,
+            fallback="~/.config/enroot",
+            then="free space there and install the key again",
+        )
+        if full is not None:
+            raise OperationFailed(f"Could not install the enroot credentials: {full}")
         reason = _EXIT_REASONS.get(status, f"the remote script failed (exit status {status})")
         raise OperationFailed(
             f"Could not install the enroot credentials: {reason}; "

@@ -67,6 +67,8 @@ class JobUpdate:
     requeue_reason: str = ""
     partition_nodes: int | None = None
     """Nodes in the failed attempt's partition (how many may be excluded on a retry)."""
+    lost: bool = False
+    """Neither squeue (answering) nor sacct knows the latest attempt any more: SLURM lost it."""
     events: list[MonitorEvent] = field(default_factory=list)
 
     @classmethod

@@ -54,6 +54,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tao_slurm_tui.core import retry as retry_rules
+from tao_slurm_tui.core.disk_space import (
+    FULL,
+    disk_full_kind,
+    disk_full_line,
+    disk_full_sentence,
+    is_nearly_full,
+    path_in,
+    role_of,
+)
 from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
@@ -64,6 +73,7 @@ from tao_slurm_tui.core.run_events import (
     parse_events,
     split_events,
 )
+from tao_slurm_tui.core.slurm import controller_unreachable
 from tao_slurm_tui.core.slurm_poll import PollOutput, parse_poll_output, queue_command
 from tao_slurm_tui.core.slurm_text import expand_nodelist, federated
 from tao_slurm_tui.core.tick_reads import (
@@ -81,11 +91,13 @@ from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
 from tao_slurm_tui.services.accounting_followup import AccountingFollowUp
 from tao_slurm_tui.services.cancel import Canceller
 from tao_slurm_tui.services.controller_watch import ControllerWatch
+from tao_slurm_tui.services.disk_space import probe_space
 from tao_slurm_tui.services.job_cache import JobCache
 from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
 from tao_slurm_tui.services.pipeline_follow import PipelineFollower
 from tao_slurm_tui.services.run_follow import RunFollower
+from tao_slurm_tui.services.site_watch import SiteWatch
 from tao_slurm_tui.services.store import JobStore
 
 __all__ = ["MIN_INTERVAL", "Monitor", "TickResult"]
@@ -211,6 +223,8 @@ class Monitor:
             timeout=self._timeout,
             reconcile=lambda job_id: self._reconcile_interrupted(only=job_id),
         )
+        self.site = SiteWatch(conn, timeout=self._timeout, clock=clock)
+        """Reservations and drained nodes, for the words behind a pending reason."""
         self.pipelines = PipelineFollower(
             conn, store, profile_name, canceller=self.canceller, timeout=self._timeout
         )
@@ -269,6 +283,12 @@ class Monitor:
         if self.watch is not None and poll.asked:
             active = [r for j in jobs if not (r := self.jobs.get(j.id) or j).status.terminal]
             self.watch.answered(active, ok=poll.output.squeue_rc == 0)
+        active = [j for j in self.jobs.records() if not j.status.terminal and j.submitted]
+        self.site.send(active)
+        explained = self.site.explain(self.store, self.profile_name, active)
+        if explained:
+            result.changed += explained
+            self.jobs.reload(explained)
         result.jobs = self.jobs.records()
         return result
 
@@ -327,7 +347,7 @@ class Monitor:
         if asked and output.squeue_rc != 0:
             # The controller is down or slow: accounting may still answer (in the background).
             detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
-            result.warning = f"squeue failed: {detail[0]}"
+            result.warning = controller_unreachable(detail[0]) or f"squeue failed: {detail[0]}"
         # Lines that are no job rows (a banner on stdout, a wrapper): the rows they hid are unknown.
         result.warning = result.warning or output.error
         output.sacct_rows = self.accounting.rows_for(ids.values())
@@ -353,6 +373,13 @@ class Monitor:
             w = work[job.id] = JobUpdate.of(job, text)
             w.merge(poll.output.snapshot(sid), self.accounting, self.max_retries)
             self.accounting.ask_if_needed(sid, w.snap, listed=row is not None)
+            # The controller answered and does not know it, nor does accounting: lost.
+            w.lost = (
+                row is None
+                and poll.output.squeue_rc == 0
+                and not (w.snap and w.snap.found)
+                and self.accounting.lost(sid)
+            )
         return work
 
     def _carry_forward(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
@@ -458,6 +485,8 @@ class Monitor:
             w.complete()
         if w.need_logs:
             await self._maybe_retry(w)
+        elif w.lost:
+            await self._retry(w, _lost_decision(w.job, self.max_retries), exclude=[])
         w.note_status_change(merged)
 
     async def _maybe_retry(self, w: JobUpdate) -> None:
@@ -471,9 +500,12 @@ class Monitor:
         )
         if not decision.retry:
             job.status = TaoStatus.ERROR
-            # TAO's own words (status.json's FAILURE, Hydra's refusal of the spec) say more.
-            job.message = w.tao_failure() or (
-                decision.reason + (f" ({decision.line})" if decision.line else "")
+            # A full file system (with its figures), else TAO's own words (status.json's
+            # FAILURE, Hydra's refusal of the spec) say more than the classification.
+            job.message = (
+                await self._full_disk(job, w.log_tails, decision)
+                or w.tao_failure()
+                or decision.reason + (f" ({decision.line})" if decision.line else "")
             )
             return
         if self.resubmit is None:
@@ -486,6 +518,20 @@ class Monitor:
         exclude = retry_rules.nodes_to_exclude(
             expand_nodelist(attempt.nodes), w.partition_nodes, needed
         )
+        await self._retry(w, decision, exclude)
+
+    async def _retry(
+        self, w: JobUpdate, decision: retry_rules.RetryDecision, exclude: list[str]
+    ) -> None:
+        """Resubmit the job exactly once across processes (or end it in Error saying why)."""
+        job = w.job
+        attempt = job.attempts[-1]
+        if not decision.retry or self.resubmit is None:
+            job.status = TaoStatus.ERROR
+            job.message = decision.reason + (
+                " (This monitor cannot resubmit, so it was not retried.)" if decision.retry else ""
+            )
+            return
         async with self.lock.held():
             # Another process (the TUI, a CLI) may have retried or cancelled it meanwhile.
             current = self.store.get(self.profile_name, job.id)
@@ -519,6 +565,34 @@ class Monitor:
             + f": {decision.reason}"
         )
         w.events.append(MonitorEvent(job.id, "retried", text))
+
+    async def _full_disk(
+        self, job: JobRecord, tails: list[str] | None, decision: retry_rules.RetryDecision
+    ) -> str:
+        """The sentence for a job that failed writing to a full (or over-quota) file system:
+        its log says so, or it says nothing (a full results file system also eats the log)
+        and the file system under its results is full now. '' otherwise. One extra round trip,
+        only for such a failure."""
+        line = disk_full_line(tails or [])
+        if not line and decision.family:
+            return ""  # the log names another cause
+        base = job.base_results_dir or self.profile.results_root
+        path = path_in(line) or base
+        space = await probe_space(self.conn, self.profile, [path])
+        usage = space.of(path)
+        kind = disk_full_kind(line) if line else ""
+        if not kind and not (usage is not None and is_nearly_full(usage)):
+            return ""
+        what = role_of(path, space, self.profile.results_root)
+        told = disk_full_sentence(
+            kind or FULL,
+            space,
+            path,
+            what=what,
+            then="free space there, then clone the job (e) and submit it again",
+            user=self.profile.user,
+        )
+        return f"The job stopped because {told[0].lower()}{told[1:]}"
 
     # ------------------------------------------------------------------ saving
 
@@ -591,3 +665,17 @@ class Monitor:
             await self.reconcile(job)
             changed = True
         return changed
+
+
+def _lost_decision(job: JobRecord, max_retries: int) -> retry_rules.RetryDecision:
+    """A submitted attempt neither squeue nor sacct knows (SLURM lost it: a primary controller
+    that crashed before saving its state forgets the jobs of its last seconds)."""
+    what = (
+        f"SLURM lost job {job.slurm_job_id}: neither its queue nor its accounting knows it (a "
+        "controller that failed over right after the submission forgets such jobs)"
+    )
+    if job.infra_retries >= max_retries:
+        return retry_rules.RetryDecision(
+            False, f"{what}, and the retry budget ({max_retries}) is used up; submit it again."
+        )
+    return retry_rules.RetryDecision(True, f"{what}; submitted again.", "lost by SLURM")

@@ -1,14 +1,12 @@
 """The durable job store: SQLite (stdlib), shared by the TUI and CLI commands at the same time.
 
 One file, ``config.state_db_path()`` by default, holding jobs (keyed by profile + stable id),
-their SLURM attempts and an event log. WAL mode lets readers and one writer work at once; a
-busy timeout makes a second process wait instead of failing; every write is one
-``BEGIN IMMEDIATE`` transaction, so two processes never interleave half-written changes.
-
-The schema is versioned with ``PRAGMA user_version`` and upgraded by
-:data:`~tao_slurm_tui.services.store_schema.MIGRATIONS` (append only; never edit a released step);
-:mod:`~tao_slurm_tui.services.store_rows` reads rows back into records. The cross-process locks
-next to the file are :mod:`~tao_slurm_tui.services.locks`.
+their SLURM attempts and an event log. WAL mode (a rollback journal on a network file system:
+:mod:`~tao_slurm_tui.services.store_file`) lets readers and one writer work at once; a busy
+timeout makes a second process wait; every write is one ``BEGIN IMMEDIATE`` transaction.
+The schema steps are :data:`~tao_slurm_tui.services.store_schema.MIGRATIONS` (append only);
+:mod:`~tao_slurm_tui.services.store_rows` reads rows back; :mod:`~tao_slurm_tui.services.locks`
+are the cross-process locks next to the file.
 
 The store keeps exactly what it is given and nothing else. It never holds a secret: callers pass
 specs whose secrets were refused by validation (``env`` may not carry keys), and no credential
@@ -24,14 +22,21 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tao_slurm_tui.config import create_private
 from tao_slurm_tui.core.models import Attempt, JobRecord, Progress, TaoStatus
 from tao_slurm_tui.errors import BadInput, OperationFailed
-from tao_slurm_tui.services.store_rows import ATTEMPT_FIELDS, attempt_of, job_record
+from tao_slurm_tui.services import store_file
+from tao_slurm_tui.services.store_rows import (
+    ATTEMPT_FIELDS,
+    all_attempts,
+    attempts_of,
+    insert_attempt,
+    job_record,
+)
 from tao_slurm_tui.services.store_schema import MIGRATIONS, SCHEMA_VERSION, statements
 
 BUSY_TIMEOUT_MS = 10_000
@@ -68,19 +73,33 @@ class JobEvent:
 class JobStore:
     """Jobs, attempts and events in one SQLite file; safe across threads and processes."""
 
-    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Callable[[], float] = time.time,
+        mounts: list[store_file.Mount] | None = None,
+    ):
         """Open (creating and migrating if needed) the store at ``path``.
+
+        A file SQLite finds damaged is moved aside (:attr:`recovered_from`) and a new one
+        created in its place; the back end then recovers the jobs from the cluster.
 
         Args:
             path: the database file, usually ``config.state_db_path()``.
             clock: time source for ``created_at``/``updated_at``/event times (tests pin it).
+            mounts: the mount table (tests); default this machine's ``/proc/self/mounts``.
 
         Raises:
-            OperationFailed: the file cannot be opened, is not a database, or was written by a
-                newer version of the app.
+            OperationFailed: the file cannot be opened, stays locked, or was written by a newer
+                version of the app.
         """
         self.path = Path(path)
         self._clock = clock
+        self._mounts = mounts
+        self.journal_mode = "wal"  # `delete` on a network file system
+        self.notice = ""  # the network file system's journal mode, said when it is news
+        self.recovered_from: Path | None = None  # where a damaged file was moved
         self._lock = threading.RLock()
         self._batching = False
         # A missing file is created by the first write, not by opening: a dry run, a failed
@@ -90,7 +109,9 @@ class JobStore:
         self._db = self._open(":memory:" if self._virtual else self.path)
 
     def _open(self, target: str | Path) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = None
         try:
+            fresh = False
             if isinstance(target, Path):
                 # Made 0600 before SQLite opens it (its -wal/-shm files take the same mode).
                 fresh = create_private(target)
@@ -106,12 +127,20 @@ class JobStore:
                     os.chmod(target, 0o600)
             db.row_factory = sqlite3.Row
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
+            self._journal(db, target, fresh)
             db.execute("PRAGMA foreign_keys = ON")
             self._migrate(db)
+            if isinstance(target, Path) and not fresh:
+                store_file.check_integrity(db)
             return db
         except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
+            if isinstance(target, Path) and store_file.is_damaged(exc):
+                # Never emptied in place: the file is kept beside, a new one takes its name,
+                # and the back end recovers the jobs from the cluster (``recovered_from``).
+                self.recovered_from = store_file.move_aside(target, now=self._clock())
+                return self._open(target)
             raise self._db_error(exc) from None
         except OSError as exc:
             raise OperationFailed(
@@ -119,25 +148,28 @@ class JobStore:
                 "check the directory's permissions."
             ) from None
 
+    def _journal(self, db: sqlite3.Connection, target: str | Path, fresh: bool) -> None:
+        """WAL on a local disk; a rollback journal on a network file system (with a notice)."""
+        if not isinstance(target, Path):
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        choice = store_file.journal_choice(target, store_file.mount_of(target, self._mounts))
+        before = str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        self.journal_mode = mode = str(
+            db.execute(f"PRAGMA journal_mode = {choice.mode}").fetchone()[0]
+        ).lower()
+        db.execute(f"PRAGMA synchronous = {choice.synchronous}")
+        # Said once: when the file is made, or leaves WAL, on the network file system.
+        self.notice = choice.notice if fresh or before != choice.mode else ""
+        if mode != choice.mode:
+            # WAL cannot be left while another connection has the file open.
+            self.notice += (
+                f" It is still in {mode} mode because another tao-slurm-tui has it open; "
+                "close the others and start again."
+            )
+
     def _db_error(self, exc: sqlite3.DatabaseError) -> OperationFailed:
-        """One sentence for a database failure, with the advice that fits its cause."""
-        text = str(exc)
-        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-            return OperationFailed(
-                f"The state database {self.path} stayed locked for "
-                f"{BUSY_TIMEOUT_MS // 1000} s by another tao-slurm-tui (or a program reading "
-                "it); wait for it to finish and try again."
-            )
-        if isinstance(exc, sqlite3.OperationalError) and (
-            "disk" in text or "readonly" in text or "unable to open" in text
-        ):
-            return OperationFailed(
-                f"The state database {self.path} cannot be written ({text}); check the free "
-                "space and the directory's permissions."
-            )
-        return OperationFailed(
-            f"The state database {self.path} cannot be used ({text}); move it aside and retry."
-        )
+        return store_file.db_error(self.path, exc, BUSY_TIMEOUT_MS)  # one sentence, with advice
 
     # ------------------------------------------------------------------ plumbing
 
@@ -286,7 +318,7 @@ class JobStore:
                 ),
             )
             for attempt in record.attempts:
-                self._insert_attempt(db, record.profile, record.id, attempt)
+                insert_attempt(db, record.profile, record.id, attempt)
             return self._load(db, record.profile, record.id)
 
     def get(self, profile: str, job_id: str) -> JobRecord | None:
@@ -297,7 +329,7 @@ class JobStore:
             ).fetchone()
             if row is None:
                 return None
-            return job_record(row, self._attempts(self._db, profile, job_id), self.path)
+            return job_record(row, attempts_of(self._db, profile, job_id, self.path), self.path)
 
     def require(self, profile: str, job_id: str) -> JobRecord:
         """Like :meth:`get`, but a missing job is an error for the user.
@@ -330,7 +362,7 @@ class JobStore:
             rows = self._db.execute(
                 f"SELECT * FROM jobs {where} ORDER BY created_at, profile, id", params
             ).fetchall()
-            attempts = self._all_attempts(profile)
+            attempts = all_attempts(self._db, profile, self.path)
             return [
                 job_record(r, attempts.get((r["profile"], r["id"]), []), self.path) for r in rows
             ]
@@ -368,7 +400,7 @@ class JobStore:
         with self._reading():
             rows = self._db.execute(f"SELECT * FROM jobs WHERE {where}", params).fetchall()
             return [
-                job_record(r, self._attempts(self._db, r["profile"], r["id"]), self.path)
+                job_record(r, attempts_of(self._db, r["profile"], r["id"], self.path), self.path)
                 for r in rows
             ]
 
@@ -410,7 +442,7 @@ class JobStore:
         """
         with self._write() as db:
             self._touch(db, profile, job_id)
-            self._insert_attempt(db, profile, job_id, attempt)
+            insert_attempt(db, profile, job_id, attempt)
             return self._load(db, profile, job_id)
 
     def update_attempt(self, profile: str, job_id: str, number: int, **changes: Any) -> JobRecord:
@@ -447,7 +479,7 @@ class JobStore:
                 "DELETE FROM attempts WHERE profile = ? AND job_id = ? AND number = ?",
                 (profile, job_id, attempt.number),
             )
-            self._insert_attempt(db, profile, job_id, attempt)
+            insert_attempt(db, profile, job_id, attempt)
             return self._load(db, profile, job_id)
 
     def mark_submitted(
@@ -465,7 +497,7 @@ class JobStore:
                 "DELETE FROM attempts WHERE profile = ? AND job_id = ? AND number = ?",
                 (profile, job_id, attempt.number),
             )
-            self._insert_attempt(db, profile, job_id, attempt)
+            insert_attempt(db, profile, job_id, attempt)
             text = event or (
                 f"submitted attempt {attempt.number} as SLURM job {attempt.slurm_job_id}"
                 + (f" via {attempt.login_host}" if attempt.login_host else "")
@@ -547,21 +579,6 @@ class JobStore:
         if cur.rowcount == 0:
             raise KeyError(f"no job {profile}/{job_id}")
 
-    def _insert_attempt(
-        self, db: sqlite3.Connection, profile: str, job_id: str, attempt: Attempt
-    ) -> None:
-        data = asdict(attempt)
-        cols = ["profile", "job_id", *data]
-        try:
-            db.execute(
-                f"INSERT INTO attempts ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                [profile, job_id, *data.values()],
-            )
-        except sqlite3.IntegrityError:
-            raise ValueError(
-                f"job {profile}/{job_id} already has an attempt {attempt.number}"
-            ) from None
-
     def _insert_event(
         self, db: sqlite3.Connection, profile: str, job_id: str, kind: str, text: str
     ) -> JobEvent:
@@ -578,22 +595,4 @@ class JobStore:
         ).fetchone()
         if row is None:
             raise KeyError(f"no job {profile}/{job_id}")
-        return job_record(row, self._attempts(db, profile, job_id), self.path)
-
-    def _attempts(self, db: sqlite3.Connection, profile: str, job_id: str) -> list[Attempt]:
-        rows = db.execute(
-            "SELECT * FROM attempts WHERE profile = ? AND job_id = ? ORDER BY number",
-            (profile, job_id),
-        ).fetchall()
-        return [attempt_of(r, self.path) for r in rows]
-
-    def _all_attempts(self, profile: str | None) -> dict[tuple[str, str], list[Attempt]]:
-        sql = "SELECT * FROM attempts"
-        params: list[Any] = []
-        if profile is not None:
-            sql += " WHERE profile = ?"
-            params.append(profile)
-        out: dict[tuple[str, str], list[Attempt]] = {}
-        for r in self._db.execute(sql + " ORDER BY profile, job_id, number", params):
-            out.setdefault((r["profile"], r["job_id"]), []).append(attempt_of(r, self.path))
-        return out
+        return job_record(row, attempts_of(db, profile, job_id, self.path), self.path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +91,46 @@ def json_object(text: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
     return value
+
+
+def insert_attempt(db: sqlite3.Connection, profile: str, job_id: str, attempt: Attempt) -> None:
+    """Insert one ``attempts`` row.
+
+    Raises:
+        ValueError: the job has an attempt with this number already.
+    """
+    data = asdict(attempt)
+    cols = ["profile", "job_id", *data]
+    try:
+        db.execute(
+            f"INSERT INTO attempts ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            [profile, job_id, *data.values()],
+        )
+    except sqlite3.IntegrityError:
+        raise ValueError(
+            f"job {profile}/{job_id} already has an attempt {attempt.number}"
+        ) from None
+
+
+def attempts_of(db: sqlite3.Connection, profile: str, job_id: str, path: Path) -> list[Attempt]:
+    """The attempts of one job, in order."""
+    rows = db.execute(
+        "SELECT * FROM attempts WHERE profile = ? AND job_id = ? ORDER BY number",
+        (profile, job_id),
+    ).fetchall()
+    return [attempt_of(r, path) for r in rows]
+
+
+def all_attempts(
+    db: sqlite3.Connection, profile: str | None, path: Path
+) -> dict[tuple[str, str], list[Attempt]]:
+    """The attempts of every job (of ``profile``), by (profile, job id), in order."""
+    sql = "SELECT * FROM attempts"
+    params: list[Any] = []
+    if profile is not None:
+        sql += " WHERE profile = ?"
+        params.append(profile)
+    out: dict[tuple[str, str], list[Attempt]] = {}
+    for r in db.execute(sql + " ORDER BY profile, job_id, number", params):
+        out.setdefault((r["profile"], r["job_id"]), []).append(attempt_of(r, path))
+    return out

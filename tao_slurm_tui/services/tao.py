@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tao_slurm_tui.config import Config
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec import read_spec_text
-from tao_slurm_tui.core.spec.tao_stage import SchemaNotLoaded
+from tao_slurm_tui.core.spec.tao_source import SchemaNotLoaded
 from tao_slurm_tui.core.tao.catalog import Catalog, ImageSettings, TaoNetwork, resolve_image
 from tao_slurm_tui.services.tao_cache import (
     CacheCorrupt,

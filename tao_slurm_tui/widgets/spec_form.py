@@ -241,6 +241,22 @@ class SpecForm(VerticalScroll):
             self.query_one(f"#f-{field.key}").set_class(bool(message), "-bad")
         self.query_one(StepsEditor).show_error(in_words(errors.get("then", "")))
 
+    def set_tao(self, on: bool) -> None:
+        """A TAO job (``[tao]``, the composer's TAO form): its command and experiment spec are
+        TAO's, so their fields are hidden, and an empty image means the catalogue's."""
+        for key in ("command", "specs"):
+            row = self.query_one(f"#f-{key}").parent
+            if row is not None:
+                row.display = not on
+            if on:
+                self.query_one(f"#e-{key}").display = False
+            else:
+                self.query_one(f"#e-{key}").styles.clear_rule("display")
+        image = next(f for f in FIELDS if f.key == "image")
+        self.query_one("#f-image", Input).placeholder = (
+            "empty: the TAO catalogue's image" if on else example(image)
+        )
+
     def first_error_widget(self, errors: dict[str, str]) -> str | None:
         """Id of the first field with an error (to focus it)."""
         for field in FIELDS:

@@ -36,7 +36,7 @@ STEP_INPUT_NAMES = {
 """What a resource input is, in full: its tooltip (with "empty: the job's") and the name a
 message about it uses (the placeholders are short, to fit 80 columns)."""
 
-_OTHER_KEYS = ("cpus_per_task", "timeout_hours", "partition", "env", "specs")
+_OTHER_KEYS = ("cpus_per_task", "timeout_hours", "partition", "env", "specs", "image", "tao")
 """Step keys without an input of their own: kept as loaded (a spec file may set them)."""
 
 

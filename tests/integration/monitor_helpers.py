@@ -45,7 +45,8 @@ def status_line(status: str, message: str = "", **extra: Any) -> str:
 
 class CountingConn:
     """Wraps a Connection and counts the remote commands a tick waits for (``calls``) apart
-    from the background sacct follow-ups it never waits for (``followups``)."""
+    from the background sacct follow-ups and site-state fetches it never waits for
+    (``followups``)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -58,7 +59,8 @@ class CountingConn:
 
     async def run(self, command: Any, **kwargs: Any) -> CommandResult:
         cmd = command if isinstance(command, str) else " ".join(command)
-        (self.followups if "sacct -X -D" in cmd else self.calls).append(cmd)
+        background = "sacct -X -D" in cmd or "scontrol show reservation" in cmd
+        (self.followups if background else self.calls).append(cmd)
         return await self.conn.run(command, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

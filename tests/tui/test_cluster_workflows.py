@@ -99,8 +99,11 @@ async def retype(pilot: Pilot[Any], field_id: str, text: str) -> None:
     await pilot.press("end", "ctrl+u", *text)
 
 
-async def open_composer_with_demo(pilot: Pilot[Any]) -> ComposerScreen:
-    """From the queue: n (new job), Ctrl+O, type the demo spec's path, Enter."""
+async def open_composer_with_demo(
+    pilot: Pilot[Any], spec: Path = DEMO_SPEC, name: str = "train-demo"
+) -> ComposerScreen:
+    """From the queue: n (new job), Ctrl+O, type the demo spec's path (or ``spec``, whose job
+    is ``name``), Enter."""
     app = pilot.app
     await wait_for(pilot, lambda: isinstance(app.screen, QueueScreen), "the queue")
     await pilot.press("n")
@@ -109,11 +112,9 @@ async def open_composer_with_demo(pilot: Pilot[Any]) -> ComposerScreen:
     assert isinstance(composer, ComposerScreen)
     await pilot.press("ctrl+o")
     await wait_for(pilot, lambda: isinstance(app.screen, PathModal), "the load dialog")
-    await pilot.press(*str(DEMO_SPEC), "enter")
+    await pilot.press(*str(spec), "enter")
     await wait_for(pilot, lambda: app.screen is composer, "the composer again")
-    await wait_for(
-        pilot, lambda: composer.current_spec()["name"] == "train-demo", "the demo spec loaded"
-    )
+    await wait_for(pilot, lambda: composer.current_spec()["name"] == name, "the spec loaded")
     return composer
 
 

@@ -231,7 +231,7 @@ async def test_a_fifo_status_json_does_not_stall_the_others(
     async with app.run_test(size=SIZE) as pilot:
         screen = await home(pilot)
         # The suspended job's status.json is read on every poll: a FIFO now, nobody writes.
-        fifo = world.local(JobPaths(RESULTS, "mae-pretrain").status_json)
+        fifo = world.local(JobPaths(RESULTS, "mae-pretrain").subtask_status_json("train"))
         fifo.parent.mkdir(parents=True, exist_ok=True)
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo)

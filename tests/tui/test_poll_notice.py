@@ -1,7 +1,8 @@
 """Pilot tests of the queue's notice line: what a poll could not read is shown while it lasts.
 
-The cluster back end reports a partial failure of a tick (``squeue failed: ...``, lines that are
-no job rows) or of its background sacct follow-up as ``poll_warning``; the CLI ``status`` prints
+The cluster back end reports a partial failure of a tick (squeue failing: ``SLURM's controller
+did not answer (...)`` when the controller is down, as the fake's squeue says; lines that are no
+job rows) or of its background sacct follow-up as ``poll_warning``; the CLI ``status`` prints
 it, and the queue screen shows it in one line above the table until a poll is complete again.
 """
 
@@ -78,7 +79,7 @@ def _shown_text(screen: QueueScreen) -> str:
 @pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x45", "80x24"])
 @pytest.mark.parametrize(
     ("hook", "words"),
-    [(_squeue_down, "squeue failed"), (_sacct_garbage, "not a job row"),
+    [(_squeue_down, "controller did not answer"), (_sacct_garbage, "not a job row"),
      (_sacct_down, "sacct failed")],
     ids=["squeue-failed", "sacct-garbage", "sacct-failed"],
 )  # fmt: skip
@@ -142,7 +143,9 @@ async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
     app = build_app(fake)
     async with app.run_test(size=BIG) as pilot:
         screen = await _queue(pilot)
-        await wait_for(pilot, lambda: "squeue failed" in _shown_text(screen), "the notice")
+        await wait_for(
+            pilot, lambda: "controller did not answer" in _shown_text(screen), "the notice"
+        )
         world.link = "down"
         world.drop()  # the network goes: the open connection too
         # Not .wait(): a poll the last follow-up armed may take this one's place (exclusive);
@@ -153,7 +156,7 @@ async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
             lambda: any(n.severity == "error" for n in app._notifications),
             "the failure toast",
         )
-        assert "squeue failed" in _shown_text(screen)
+        assert "controller did not answer" in _shown_text(screen)
         world.link = "up"
         world.heal()
         screen.poll(manual=True)

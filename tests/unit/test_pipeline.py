@@ -115,7 +115,10 @@ def test_a_pipeline_round_trips_through_toml() -> None:
     ("extra", "words"),
     [
         ('command = "x"\nnum_gpus = -1', "step 2 ('ev'): field 'num_gpus' must be at least 0"),
-        ('command = "x"\nimage = "y"', "step 2 ('ev'): field 'image' is not a known field of a"),
+        (
+            'command = "x"\naccount = "y"',
+            "step 2 ('ev'): field 'account' is not a known field of a",
+        ),
         ('command = ""', "step 2 ('ev'): field 'command' must not be empty"),
         ('command = "x"\ntimeout_hours = 9', "step 2 ('ev'): field 'timeout_hours' must be below"),
         ('command = "x"\nnum_gpus = true', "step 2 ('ev'): field 'num_gpus' must be a number"),

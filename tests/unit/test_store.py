@@ -135,11 +135,14 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         JobStore(path)
 
 
-def test_garbage_file_is_refused(tmp_path: Path) -> None:
+def test_garbage_file_is_moved_aside_never_emptied(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(OperationFailed, match="move it aside"):
-        JobStore(path)
+    garbage = b"this is not sqlite" * 100
+    path.write_bytes(garbage)
+    with JobStore(path) as s:
+        assert s.recovered_from is not None and s.recovered_from.read_bytes() == garbage
+        assert s.recovered_from.name.startswith("state.db.corrupt-")
+        assert s.list_jobs() == [] and s.schema_version == SCHEMA_VERSION
 
 
 def test_round_trip(store: JobStore) -> None:

@@ -17,7 +17,8 @@ from tao_slurm_tui.cli import main
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.spec import ResolveContext, SpecDraft, resolve
 from tao_slurm_tui.core.spec.model import host_path
-from tao_slurm_tui.core.spec.tao_stage import TaoContext, hydra_value
+from tao_slurm_tui.core.spec.tao_run import hydra_value
+from tao_slurm_tui.core.spec.tao_source import TaoContext
 from tao_slurm_tui.core.tao.catalog import ImageSettings
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
@@ -299,3 +300,176 @@ def test_the_cli_refuses_a_typo_with_exit_2_and_renders_a_good_job(
     staged = yaml.safe_load(capsys.readouterr().out)
     assert staged["train"]["num_epochs"] == 3 and staged["train"]["num_gpus"] == 1
     json.dumps(staged)  # plain data
+
+
+# ----------------------------------------------------------------------------------- pipelines
+
+
+def pipeline(*steps: dict[str, Any], **over: Any) -> dict[str, Any]:
+    table = job(**over)
+    table["tao"]["spec"] = {"dataset.root_dir": "/data/cls"}  # export's dataset (NVIDIA's)
+    table["then"] = list(steps)
+    return table
+
+
+def test_a_train_evaluate_export_pipeline_takes_the_train_checkpoint(
+    catalogue: TaoCatalogue, spec_dir: Path
+) -> None:
+    table = pipeline(
+        {"action": "evaluate", "num_gpus": 1},
+        {"action": "export", "tao": {"spec": {"export.opset_version": 17}}},
+        {"action": "report", "command": "ls $TAO_PREVIOUS_RESULTS_DIR", "num_gpus": 0},
+    )
+    steps = run(table, catalogue, spec_dir).require().steps
+    assert [s.name for s in steps] == ["cls-1", "cls-1-evaluate", "cls-1-export", "cls-1-report"]
+    evaluate, export, report = (s.spec for s in steps[1:])
+    assert evaluate.tao is not None and export.tao is not None
+    # evaluate: the job's spec file with its own GPUs, the newest *_latest.pth of train/
+    # found when it starts (passed as the override), staged with the pattern meanwhile.
+    assert evaluate.tao.model == "/lustre/alice/results/cls-1/train/*_latest.pth"
+    staged = yaml.safe_load(evaluate.tao.experiment)
+    assert staged["evaluate"]["checkpoint"] == "/lustre/alice/results/cls-1/train/*_latest.pth"
+    assert staged["evaluate"]["num_gpus"] == 1 and staged["dataset"]["root_dir"] == "/data/cls"
+    assert "ls -1t -- /lustre/alice/results/cls-1/train/*_latest.pth" in evaluate.command
+    assert evaluate.command.splitlines()[-1] == (
+        "classification_pyt evaluate -e /lustre/alice/specs/cls-1-evaluate.yaml "
+        "results_dir=/lustre/alice/results/cls-1-evaluate \"evaluate.checkpoint='${tao_model_0}'\""
+    )
+    # export: the same train checkpoint (not evaluate's results), its own override, its ONNX
+    # file in its own results.
+    exported = yaml.safe_load(export.tao.experiment)["export"]
+    assert exported["opset_version"] == 17
+    assert exported["onnx_file"] == "/lustre/alice/results/cls-1-export/export/model.onnx"
+    assert "/lustre/alice/results/cls-1/train/*_latest.pth" in export.command
+    assert export.tao.step_table() == {"spec": {"export.opset_version": 17}}
+    # A step with a command of its own is a step as before: no tao table of the job's.
+    assert report.tao is None and report.command == "ls $TAO_PREVIOUS_RESULTS_DIR"
+
+
+def test_a_chosen_checkpoint_and_one_the_spec_sets(catalogue: TaoCatalogue, spec_dir: Path) -> None:
+    table = pipeline(
+        {"action": "evaluate", "tao": {"checkpoint": "model_epoch_001.pth"}},
+        {"action": "inference", "tao": {"checkpoint": "/lustre/models/best.pth"}},
+        {"action": "export", "tao": {"spec": {"export.checkpoint": "/lustre/m.pth"}}},
+    )
+    evaluate, inference, export = (
+        s.spec for s in run(table, catalogue, spec_dir).require().steps[1:]
+    )
+    assert evaluate.tao is not None and inference.tao is not None and export.tao is not None
+    assert evaluate.tao.model == "/lustre/alice/results/cls-1/train/model_epoch_001.pth"
+    assert "ls -1t" not in evaluate.command  # known now: in the staged spec, no lookup
+    assert yaml.safe_load(inference.tao.experiment)["inference"]["checkpoint"] == (
+        "/lustre/models/best.pth"
+    )
+    assert yaml.safe_load(export.tao.experiment)["export"]["checkpoint"] == "/lustre/m.pth"
+    assert not export.tao.model and "ls -1t" not in export.command
+
+
+def test_a_tao_step_s_problems_name_the_step(catalogue: TaoCatalogue, spec_dir: Path) -> None:
+    cases = [
+        (
+            {"action": "evaluate", "tao": {"spec": {"evaluate.batch_sise": 8}}},
+            "job.toml: step 2 ('evaluate'): [then.tao] experiment spec: evaluate.batch_sise: "
+            "unknown key in 'evaluate'; did you mean 'evaluate.batch_size'?",
+        ),
+        (
+            {"action": "evaluate", "tao": {"chekpoint": "x.pth"}},
+            "job.toml: step 2 ('evaluate'): [then.tao] has unknown key 'chekpoint'; allowed: "
+            "spec_file, spec, checkpoint.",
+        ),
+        (
+            {"action": "report", "command": "true", "tao": {"spec": {}}},
+            "job.toml: step 2 ('report'): [then.tao] is for a step that runs one of "
+            "classification_pyt's actions (train, distill, quantize, evaluate, export, "
+            "gen_trt_engine, inference) without a command; remove it or the command.",
+        ),
+    ]
+    for step, sentence in cases:
+        assert run(pipeline(step), catalogue, spec_dir).sentence() == sentence
+    # No train before it: evaluate as the job itself has nothing to take.
+    table = job()
+    table["tao"]["action"] = "evaluate"
+    table["then"] = [{"action": "export", "tao": {"spec": {"dataset.root_dir": "/d"}}}]
+    assert "evaluate.checkpoint: a mandatory value" in run(table, catalogue, spec_dir).sentence()
+
+
+def test_gen_trt_engine_takes_the_export_step_s_onnx_in_the_deploy_image(
+    catalogue: TaoCatalogue, spec_dir: Path
+) -> None:
+    table = pipeline({"action": "export"}, {"action": "gen_trt_engine", "num_gpus": 1})
+    resolution = run(table, catalogue, spec_dir)
+    engine = resolution.require().steps[2].spec
+    assert engine.image == "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-deploy"
+    assert engine.tao is not None and engine.tao.model == (
+        "/lustre/alice/results/cls-1-export/export/model.onnx"
+    )
+    # An image the job names is every step's (the sandbox's registry, a site's mirror).
+    mine = pipeline({"action": "export"}, {"action": "gen_trt_engine"}, image="reg.site/tao:x")
+    steps = run(mine, catalogue, spec_dir).require().steps
+    assert {s.spec.image for s in steps} == {"reg.site/tao:x"}
+
+
+def test_a_resolved_or_stored_tao_spec_is_edited_as_its_user_wrote_it(
+    catalogue: TaoCatalogue, spec_dir: Path
+) -> None:
+    from tao_slurm_tui.core.spec.tao_stage import editable
+
+    table = pipeline(
+        {"action": "evaluate", "tao": {"checkpoint": "model_epoch_001.pth"}},
+        {"action": "export"},
+        {"action": "gen_trt_engine"},
+        {"action": "report", "command": "ls"},
+    )
+    stored = run(table, catalogue, spec_dir).require().spec.model_dump(mode="json")
+    assert stored["command"].startswith("classification_pyt train")
+    back = editable(stored)
+    assert back["tao"] == table["tao"] and "command" not in back and "image" not in back
+    assert back["then"][0]["tao"] == {"checkpoint": "model_epoch_001.pth"}
+    assert "command" not in back["then"][2] and "image" not in back["then"][2]  # -deploy
+    assert back["then"][3]["command"] == "ls"
+    again = run(back, catalogue, spec_dir).require().spec.model_dump(mode="json")
+    assert again == stored
+    # An image of the user's own is kept; a table the user wrote is left as it is.
+    mine = run(job(image="reg.site/tao:x"), catalogue, spec_dir).require().spec
+    assert editable(mine.model_dump(mode="json"))["image"] == "reg.site/tao:x"
+    written = job(command="python x.py")
+    assert editable(written) == written
+
+
+# ----------------------------------------------------------------------------------- the editor
+
+
+def test_the_editor_shows_the_whole_spec_and_keeps_only_the_edits(
+    catalogue: TaoCatalogue,
+) -> None:
+    from tao_slurm_tui.core.tao.spec_edit import (
+        base_data,
+        editor_text,
+        key_lines,
+        line_of,
+        overrides_from,
+        popular,
+    )
+
+    schema = catalogue.schema("classification_pyt")
+    file_spec = yaml.safe_load(TRAIN_YAML)
+    text = editor_text(schema, "train", file_spec, {"train.num_epochs": 7})
+    assert text.startswith("# classification_pyt train: the default experiment spec")
+    data = yaml.safe_load(text)
+    assert data["train"]["num_epochs"] == 7 and data["dataset"]["num_classes"] == 2
+    base = base_data(schema, "train", file_spec)
+    assert overrides_from(data, base) == {"train.num_epochs": 7}
+    edited = text.replace("  num_epochs: 7", "  num_epochs: 9").replace(
+        "  batch_size: 8", "  batch_size: 4"
+    )
+    assert overrides_from(yaml.safe_load(edited), base) == {
+        "dataset.batch_size": 4,
+        "train.num_epochs": 9,
+    }
+    lines = key_lines(edited)
+    assert edited.splitlines()[lines["train.num_epochs"] - 1] == "  num_epochs: 9"
+    assert line_of("train.num_epoch", lines) == lines["train"]  # an unknown key: its table
+    assert key_lines("a: [") == {}
+    shown = popular(schema, "train", data)
+    assert shown and all(s.info.popular for s in shown)
+    assert shown[0].info.key.startswith("train.")

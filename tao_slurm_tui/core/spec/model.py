@@ -63,6 +63,8 @@ GPU_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}\Z")
 STEP_FIELDS = (
     "action",
     "command",
+    "image",
+    "tao",
     "num_nodes",
     "num_gpus",
     "gpu_type",
@@ -73,9 +75,9 @@ STEP_FIELDS = (
     "env",
     "specs",
 )
-"""Keys of a ``[[then]]`` table: the action's name, its command, its own resources, ``env``
-added to the parent's and ``specs`` replacing the parent's. Everything else (image, account,
-mounts, requeue, SQSH) is the parent's."""
+"""Keys of a ``[[then]]`` table: the action's name, its command (a TAO step's is derived), its
+image, its ``[then.tao]``, its own resources, ``env`` added to the parent's and ``specs``
+replacing the parent's. Everything else (account, mounts, requeue, SQSH) is the parent's."""
 
 MAX_STEPS = 16
 """Most steps a pipeline may have (the parent job and up to 15 follow-up actions)."""
@@ -123,6 +125,59 @@ class _Resources(BaseModel):
         return _no_bool(value)
 
 
+class TaoJob(BaseModel):
+    """The ``[tao]`` table of a job: a TAO network and action instead of an image and a command.
+
+    The user writes ``network``, ``action``, ``spec_file`` and ``spec`` (a pipeline step:
+    ``spec_file``, ``spec`` and ``checkpoint``); resolving (:mod:`~tao_slurm_tui.core.spec.
+    tao_stage`) checks them against the network's schema and adds ``version``, ``experiment``,
+    ``datasets`` and a step's ``model``, which the stored spec keeps (what ran, with which TAO
+    version).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    network: str
+    """The network (``classification_pyt``): the command TAO's container runs."""
+    action: str
+    """The network's action (``train``, ``evaluate``, ``export`` ...)."""
+    spec_file: str = ""
+    """A local YAML experiment spec (relative to the spec file's directory)."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """Experiment-spec overrides (dotted keys or tables), applied over ``spec_file``."""
+    version: str = ""
+    """The TAO version the experiment spec was checked against."""
+    experiment: str = ""
+    """The checked experiment spec, staged as ``specs/<id>.yaml`` (TAO's ``-e`` file)."""
+    datasets: dict[str, str] = Field(default_factory=dict)
+    """Dataset key → path in the container, checked with ``test -e`` before submission."""
+    checkpoint: str = ""
+    """A pipeline step's chosen checkpoint, as written (``[then.tao] checkpoint``: a file name
+    in the train step's results, or an absolute path)."""
+    model: str = ""
+    """What a pipeline step takes as its model: a file, or ``<train dir>/*_latest.pth`` (the
+    newest there when the step starts)."""
+    image: str = ""
+    """The catalogue's image the job got because its spec named none ('' when it named one)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v not in ("", {}) or k in ("network", "action")}
+
+    def user_table(self) -> dict[str, Any]:
+        """The keys a user writes in ``[tao]`` (what Save and the composer keep)."""
+        data = self.model_dump(mode="json")
+        return {k: data[k] for k in ("network", "action", "spec_file", "spec") if k in data}
+
+    def step_table(self) -> dict[str, Any]:
+        """The keys a user writes in a TAO step's ``[then.tao]``."""
+        data = self.model_dump(mode="json")
+        return {k: data[k] for k in ("spec_file", "spec", "checkpoint") if k in data}
+
+
 class StepSpec(_Resources):
     """A follow-up action of a pipeline (one ``[[then]]`` table of ``SPEC.toml``).
 
@@ -148,7 +203,13 @@ class StepSpec(_Resources):
     env: dict[str, str] = Field(default_factory=dict)
     """Added to (and overriding) the parent's ``[env]``."""
     specs: dict[str, Any] | None = None
-    """The step's TAO experiment spec; default the parent's."""
+    """The step's ``[specs]``; default the parent's."""
+    image: str | None = None
+    """The step's image; default the parent's (a TAO step whose action runs in another
+    container, such as ``gen_trt_engine``'s TensorRT one, gets the catalogue's)."""
+    tao: TaoJob | None = None
+    """A TAO step's network, action and experiment spec (resolving fills it from the job's
+    ``[tao]`` and the step's ``[then.tao]``); never the parent's."""
 
     @field_validator("action")
     @classmethod
@@ -173,45 +234,6 @@ class StepSpec(_Resources):
     def overrides(self) -> dict[str, Any]:
         """The job-spec fields this step sets (``action`` and ``env`` excluded)."""
         return self.model_dump(mode="json", exclude={"action", "env"})
-
-
-class TaoJob(BaseModel):
-    """The ``[tao]`` table of a job: a TAO network and action instead of an image and a command.
-
-    The user writes ``network``, ``action``, ``spec_file`` and ``spec``; resolving
-    (:mod:`~tao_slurm_tui.core.spec.tao_stage`) checks them against the network's schema and adds
-    ``version``, ``experiment`` and ``datasets``, which the stored spec keeps (what ran, with
-    which TAO version).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    network: str
-    """The network (``classification_pyt``): the command TAO's container runs."""
-    action: str
-    """The network's action (``train``, ``evaluate``, ``export`` ...)."""
-    spec_file: str = ""
-    """A local YAML experiment spec (relative to the spec file's directory)."""
-    spec: dict[str, Any] = Field(default_factory=dict)
-    """Experiment-spec overrides (dotted keys or tables), applied over ``spec_file``."""
-    version: str = ""
-    """The TAO version the experiment spec was checked against."""
-    experiment: str = ""
-    """The checked experiment spec, staged as ``specs/<id>.yaml`` (TAO's ``-e`` file)."""
-    datasets: dict[str, str] = Field(default_factory=dict)
-    """Dataset key → path in the container, checked with ``test -e`` before submission."""
-
-    @model_serializer(mode="wrap")
-    def _dump(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        return {k: v for k, v in data.items() if v not in ("", {}) or k in ("network", "action")}
-
-    def user_table(self) -> dict[str, Any]:
-        """The keys a user writes (what Save and the composer keep)."""
-        data = self.model_dump(mode="json")
-        return {k: data[k] for k in ("network", "action", "spec_file", "spec") if k in data}
 
 
 class JobSpec(_Resources):
@@ -479,9 +501,10 @@ def step_data(parent: Mapping[str, Any], step: StepSpec) -> dict[str, Any]:
     """The job-spec fields of a follow-up ``step`` of ``parent`` (a spec as a dict).
 
     Everything is the parent's except what the step sets; ``env`` is merged; a step that sets
-    ``time_hours`` alone gets the derived timeout, not the parent's.
+    ``time_hours`` alone gets the derived timeout, not the parent's; ``tao`` is the step's own
+    (a TAO step's), never the parent's.
     """
-    data = {key: value for key, value in parent.items() if key != "then"}
+    data = {key: value for key, value in parent.items() if key not in ("then", "tao")}
     changes = step.overrides()
     if "time_hours" in changes and "timeout_hours" not in changes:
         data.pop("timeout_hours", None)

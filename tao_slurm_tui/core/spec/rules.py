@@ -41,7 +41,8 @@ from tao_slurm_tui.core.spec.draft import SpecDraft
 from tao_slurm_tui.core.spec.model import JobSpec
 from tao_slurm_tui.core.spec.problems import Problem
 from tao_slurm_tui.core.spec.slice_rule import checkpoint_problem
-from tao_slurm_tui.core.spec.tao_stage import TaoContext, tao_stage
+from tao_slurm_tui.core.spec.tao_source import TaoContext
+from tao_slurm_tui.core.spec.tao_stage import tao_stage
 
 
 @dataclass(frozen=True)

@@ -308,6 +308,32 @@ def parse_spec_yaml(text: str, origin: str = "the spec") -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
+def key_lines(text: str) -> dict[str, int]:
+    """Dotted key (``dataset.train_data_sources[0].image_dir``) → its 1-based line in the YAML
+    ``text`` ({} when it is not YAML)."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return {}
+    found: dict[str, int] = {}
+
+    def walk(node: yaml.Node, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value in node.value:
+                key = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+                found.setdefault(key, key_node.start_mark.line + 1)
+                walk(value, key)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                key = f"{prefix}[{index}]"
+                found.setdefault(key, item.start_mark.line + 1)
+                walk(item, key)
+
+    if root is not None:
+        walk(root, "")
+    return found
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """``"train.num_epochs=20"`` → ``("train.num_epochs", 20)``: the value is read as YAML, as
     Hydra reads a command-line override.

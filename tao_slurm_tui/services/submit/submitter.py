@@ -63,7 +63,7 @@ from tao_slurm_tui.services.submit.once import (
     SbatchRejected,
     Submitted,
 )
-from tao_slurm_tui.services.submit.stage import stage, unstage
+from tao_slurm_tui.services.submit.stage import stage, stage_launch, unstage
 
 log = logging.getLogger(__name__)
 
@@ -282,11 +282,9 @@ class Submitter:
         """Write meta and the script, record the job, run sbatch once, mark it submitted."""
         paths = step.plan.paths
         meta = meta_file(step, self.profile_name, self.profile.user, image, clock.created, after)
-        await self.conn.upload_text(paths.meta_json, meta)
         script = render_sbatch(step.plan, launch_extras(image, after=after))
-        report(SubmitStage.SBATCH, f"writing {paths.sbatch}")
-        # The script carries the [env] values: as private as env/<id>.json.
-        await self.conn.upload_text(paths.sbatch, script, mode=0o600)
+        report(SubmitStage.SBATCH, f"writing {paths.meta_json} and {paths.sbatch}")
+        await stage_launch(self.conn, self.profile, step, meta, script)
         self.store.create_job(
             step.record(
                 self.profile_name,
