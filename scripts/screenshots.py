@@ -93,6 +93,7 @@ async def composer_estimate(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
         "name": "dino-train-2",
         "command": "dino train -e /specs/train.yaml",
         "num_gpus": 8,
+        "cpus_per_task": 8,  # 8 CPUs for each of the 8 GPUs' processes: the node's 64
     }
     screen = ComposerScreen(app.ctx, spec)
     await app.push_screen(screen)

@@ -20,7 +20,7 @@ from textual.theme import Theme
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
-from tao_slurm_tui.config import Config, ConfigError, Settings
+from tao_slurm_tui.config import Config, Settings
 from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
@@ -107,6 +107,7 @@ class TaoSlurmApp(App[None]):
         """The profile is not in the config file yet: open on the set-up screen."""
         self.save_settings = save_settings
         """Writes the settings to the config file (the chosen theme); None: not saved."""
+        self.ctx.save_settings = save_settings
         self.home: QueueScreen | None = None
         """The queue (the home screen at the bottom of the stack)."""
         self._unlisten: Callable[[], None] | None = None
@@ -208,14 +209,9 @@ class TaoSlurmApp(App[None]):
 
     def _theme_changed(self, theme: Theme) -> None:
         """Remember the theme picked in the palette for the next start."""
-        if self.ctx.settings.theme == theme.name:
-            return
-        self.ctx.settings.theme = theme.name
-        if self.save_settings is not None:
-            try:
-                self.save_settings(self.ctx.settings)
-            except (OSError, ConfigError) as error:
-                self.notify(f"The theme is used but not saved: {error}", severity="warning")
+        error = self.ctx.remember(theme=theme.name)
+        if error:
+            self.notify(f"The theme is used but not saved: {error}", severity="warning")
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """Without blinking, a focused text field draws its cursor steadily.

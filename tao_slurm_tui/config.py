@@ -46,6 +46,11 @@ class Settings(BaseModel):
     host; slurmctld is asked at its own pace (core/pace.py), not on every poll."""
     theme: str = "tao-dark"
     """Textual theme name."""
+    show_finished: bool = True
+    """The queue shows finished jobs (``f`` toggles it; kept for the next start)."""
+    queue_sort: str = ""
+    """The queue's sort (``s``, ``S``; kept for the next start): a column key, with ``-``
+    before it for the other way round; empty: submitted, newest first."""
     keys: dict[str, str] = Field(default_factory=dict)
     """Binding id → key(s), e.g. ``"queue.cancel" = "x"``; remaps the app's bindings."""
     profiles: dict[str, Profile] = Field(default_factory=dict)

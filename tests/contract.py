@@ -16,6 +16,7 @@ from typing import Any
 
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.spec import SpecDraft
+from tao_slurm_tui.core.spec.problems import Refused
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.services.backend import SubmitStage
 from tao_slurm_tui.services.cluster import ClusterBackend
@@ -55,8 +56,10 @@ def _words(text: str, job: str = "", slurm_id: str = "", profile: str = "") -> s
     return text
 
 
-async def _submit(backend: ClusterBackend, data: dict[str, Any]) -> tuple[list[str], Any]:
-    stages: list[str] = []
+async def _submit(
+    backend: ClusterBackend, data: dict[str, Any], stages: list[str] | None = None
+) -> tuple[list[str], Any]:
+    stages = [] if stages is None else stages
 
     def progress(stage: SubmitStage, detail: str) -> None:
         if stage.value not in stages:
@@ -139,14 +142,44 @@ async def unknown_job(backend: ClusterBackend) -> Outcome:
     return {"error": ""}
 
 
+async def refused_before_staging(backend: ClusterBackend) -> Outcome:
+    """What the cluster cannot do is refused before anything is written to it, with the field
+    to change: an unknown partition, more CPUs than any node has, a missing mount source."""
+    outcome: Outcome = {}
+    # Mounts are Pyxis's: the sandbox's contract profile runs bare srun.
+    pyxis = backend.profile.model_copy(update={"container_runtime": "pyxis"})
+    backend.save_profile(backend.profile_name, pyxis)
+    cases = {
+        "partition": {"partition": "no-such-partition"},
+        "cpus": {"num_gpus": 1, "cpus_per_task": 4096},
+        "mount": {"container_mounts": ["/no-such-mount-source"]},
+    }
+    for case, over in cases.items():
+        stages: list[str] = []
+        try:
+            await _submit(backend, spec(unique("contract-refused"), **over), stages)
+            fields: list[str] = []
+        except Refused as exc:
+            fields = [p.field for p in exc.problems]
+        # "checking inputs" is the one round trip of test -e: nothing staged after it.
+        outcome[case] = (fields, [s for s in stages if s != "checking inputs"])
+    return outcome
+
+
 SCENARIOS: dict[str, Callable[[ClusterBackend], Awaitable[Outcome]]] = {
     "submit and cancel": submit_and_cancel,
+    "refused before staging": refused_before_staging,
     "pipeline cancel": pipeline_cancel,
     "name collision": name_collision,
     "unknown job": unknown_job,
 }
 
 EXPECTED: dict[str, Outcome] = {
+    "refused before staging": {
+        "partition": (["partition"], []),
+        "cpus": (["cpus_per_task"], []),
+        "mount": (["container_mounts"], []),
+    },
     "submit and cancel": {
         "stages": ["checking inputs", "staging", "sbatch", "done"],
         "slurm id is a number": True,

@@ -17,6 +17,7 @@ from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.capacity import NodeState
 from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
 from tao_slurm_tui.core.shown import shown
+from tao_slurm_tui.core.words import plural
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,14 +68,16 @@ def format_report(report: CapacityReport) -> str:
                 _nodes(p),
                 f"{p.cpus_free}/{p.cpus_total}",
                 _gib(p.mem_free_mb),
-                f"{p.pending_jobs} ({p.pending_gpus} GPUs)",
+                f"{p.pending_jobs} ({plural(p.pending_gpus, 'GPU')})",
             )
         )
     # Partition, type and node names and the admins' reasons are the cluster's words: one line
     # each, spelled out.
     cells = [[shown(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    lines = [f"{report.gpus_free} GPUs free on the cluster (* marks the default partition)."]
+    lines = [
+        f"{plural(report.gpus_free, 'GPU')} free on the cluster (* marks the default partition)."
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     if report.unavailable:
         lines += ["", "Nodes that take no new job:"]
@@ -86,8 +89,8 @@ def format_report(report: CapacityReport) -> str:
     lines += [
         "",
         f"Your jobs ({shown(report.user)}): {mine.running_jobs} running with "
-        f"{mine.running_gpus} GPUs, "
-        f"{mine.pending_jobs} pending asking for {mine.pending_gpus} GPUs.",
+        f"{plural(mine.running_gpus, 'GPU')}, {mine.pending_jobs} pending asking for "
+        f"{plural(mine.pending_gpus, 'GPU')}.",
     ]
     if report.limits:
         lines += ["", "Limits:"]

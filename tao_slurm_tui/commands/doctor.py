@@ -8,6 +8,7 @@ import json
 from tao_slurm_tui.commands.context import CliContext
 from tao_slurm_tui.core.preflight import CheckStatus, DoctorReport
 from tao_slurm_tui.core.shown import shown, shown_text
+from tao_slurm_tui.core.words import plural
 
 _MARK = {
     CheckStatus.PASS: "ok  ",
@@ -35,7 +36,9 @@ def format_report(report: DoctorReport) -> str:
     failed = sum(1 for r in report.results if r.failed)
     lines.append("")
     lines.append(
-        "All needed checks pass." if not failed else f"{failed} check(s) failed; fix them first."
+        "All needed checks pass."
+        if not failed
+        else f"{plural(failed, 'check')} failed; fix them first."
     )
     if report.remediation:
         lines.append("")

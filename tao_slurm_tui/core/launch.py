@@ -27,6 +27,7 @@ from tao_slurm_tui.core.layout import JobPaths
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.shaping import Shape, shape_resources
 from tao_slurm_tui.core.train_command import checkpoint_dir
+from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.errors import BadInput
 
 if TYPE_CHECKING:
@@ -391,7 +392,7 @@ def refusal_hint(message: str, plan: LaunchPlan) -> str:
         return ""
     shape = plan.shape
     gpu_type = shape.gpu_type
-    gpus = f"{shape.gpus_per_node} {gpu_type + ' ' if gpu_type else ''}GPU(s)"
+    gpus = plural(shape.gpus_per_node, f"{gpu_type + ' ' if gpu_type else ''}GPU")
     where = plan.partition or "the default partition"
     return (
         f"No node of {where} has {gpus} and {shape.cpus_per_task} CPUs on one node; "

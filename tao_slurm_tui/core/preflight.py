@@ -530,7 +530,11 @@ def evaluate_inputs(paths: Sequence[str], section: Section | None) -> CheckResul
             FixAction.EDIT_SPEC,
             missing=missing,
         )
-    return result("inputs", CheckStatus.PASS, f"all {len(paths)} input path(s) exist")
+    return result(
+        "inputs",
+        CheckStatus.PASS,
+        "the input path exists" if len(paths) == 1 else f"all {len(paths)} input paths exist",
+    )
 
 
 def image_is_private(image: str) -> bool:

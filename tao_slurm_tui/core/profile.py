@@ -84,6 +84,11 @@ class Profile(BaseModel):
     """Shared-filesystem root for job files and results (``SLURM_BASE_RESULTS_DIR``)."""
     container_runtime: Literal["pyxis", "none"] = "pyxis"
     """``pyxis`` runs ``srun --container-image``; ``none`` runs the command on bare metal."""
+    container_mounts: list[str] | None = None
+    """Pyxis mounts a job gets when its spec names none (``/lustre``, ``/src:/dst``); unset:
+    ``/lustre`` when the results root is on it (the platform's shared file system), else none
+    (the job's results dir is mounted anyway). A default the cluster cannot satisfy fails every
+    job at its start, so it comes from here, not from the program."""
     time_hours: float = Field(default=4.0, gt=0)
     """Default wall time of a job in hours (``SLURM_TIME_HOURS``)."""
     timeout_hours: float = Field(default=3.8, gt=0)
@@ -129,6 +134,24 @@ class Profile(BaseModel):
     def _split_hosts(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    @field_validator("container_mounts", mode="before")
+    @classmethod
+    def _mounts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [m.strip() for m in value.split(",") if m.strip()]
+        for mount in value if isinstance(value, list) else []:
+            parts = mount.split(":") if isinstance(mount, str) else []
+            if not (
+                1 <= len(parts) <= 3
+                and all(p.startswith("/") for p in parts[:2])
+                and not any(c.isspace() or c in ",'\"$`\\" for c in mount)
+            ):
+                raise ValueError(
+                    f"{mount!r} is not a mount: write /src or /src:/dst[:flags], absolute paths "
+                    "without spaces"
+                )
         return value
 
     @field_validator("user", "hostnames")
@@ -264,6 +287,14 @@ class Profile(BaseModel):
         if self.base_results_dir:
             return self.base_results_dir.rstrip("/") or "/"
         return DEFAULT_RESULTS_TEMPLATE.format(user=self.user or "USER")
+
+    @property
+    def default_mounts(self) -> list[str]:
+        """The mounts a job gets when its spec names none (:attr:`container_mounts`)."""
+        if self.container_mounts is not None:
+            return list(self.container_mounts)
+        root = self.results_root
+        return ["/lustre"] if root == "/lustre" or root.startswith("/lustre/") else []
 
     @property
     def known_hosts_path(self) -> Path:

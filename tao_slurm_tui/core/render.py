@@ -141,6 +141,7 @@ def template_context(
         ref = images.parse_image(extras.image_override)
         image, registry = ref.pyxis, registry_of(ref, plan.runtime == "pyxis")
     check = infra_check if infra_check is not None else default_infra_check()
+    pulled = images.parse_image(image) if registry else None
     return {
         "job_id": plan.job_id,
         "partition": plan.partition,
@@ -163,6 +164,8 @@ def template_context(
         "checkpoint_dir": plan.checkpoint_dir if plan.use_requeue else "",
         "max_no_progress": MAX_NO_PROGRESS,
         "registry": registry,
+        "pull_repository": pulled.repository if pulled else "",
+        "pull_reference": (pulled.digest or pulled.tag) if pulled else "",
         "sqsh_fallback": extras.sqsh_fallback,
         "require_sqsh": plan.require_sqsh,
     }

@@ -27,11 +27,18 @@ groups, no lazy quantifiers; ``\\d``, ``\\s``, ``\\w`` are translated.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from tao_slurm_tui.core import quoting
+from tao_slurm_tui.core.log_patterns import LogMatch as LogMatch
+from tao_slurm_tui.core.log_patterns import LogPattern as LogPattern
+from tao_slurm_tui.core.log_patterns import compiled
+from tao_slurm_tui.core.log_patterns import find_match as find_match
+from tao_slurm_tui.core.runtime_failures import NGC_KEY_REFUSED as NGC_KEY_REFUSED
+from tao_slurm_tui.core.runtime_failures import NGC_KEY_REFUSED_REASON as NGC_KEY_REFUSED_REASON
+from tao_slurm_tui.core.runtime_failures import RUNTIME_CAUSES as RUNTIME_CAUSES
+from tao_slurm_tui.core.runtime_failures import runtime_failure, runtime_reason
 from tao_slurm_tui.core.slurm import normalize_state
 
 DEFAULT_MAX_RETRIES = 10
@@ -39,18 +46,6 @@ DEFAULT_MAX_RETRIES = 10
 
 LOG_TAIL_LINES = 500
 """Lines read from the end of each of ``main.out`` and ``main.err``."""
-
-
-@dataclass(frozen=True)
-class LogPattern:
-    """One log pattern with the lines it is known to match (they are its tests)."""
-
-    family: str
-    """What it means, in a few words (shown as the retry reason)."""
-    regex: str
-    """Python regex in the grep-portable subset; matched case-insensitively per line."""
-    samples: tuple[str, ...]
-    """Real-looking log lines that must match (checked in Python and in ``grep -E``)."""
 
 
 INFRA_PATTERNS: list[LogPattern] = [
@@ -217,31 +212,13 @@ INFRA_PATTERNS: list[LogPattern] = [
 """Signs of an infrastructure failure in a job's log: the failed attempt is retried."""
 
 
-NGC_KEY_REFUSED = "registry refused the NGC key"
-"""Family of the never-retry pattern for a pull the registry refused (a wrong or revoked key)."""
-
-NGC_KEY_REFUSED_REASON = (
-    "The registry refused the NGC key: run set-up → NGC key (or `tao-slurm-tui creds install`), "
-    "then resubmit."
-)
-"""The message the user sees for a pull refused for authentication (never retried)."""
-
 DISK_FULL = "file system full or over quota"
 """Family of the never-retry pattern for ENOSPC / EDQUOT."""
 
 NEVER_RETRY_PATTERNS: list[LogPattern] = [
-    # The image pull was refused for authentication: every retry would be refused the same way.
-    # The first is the batch script's own check (tao_pull_auth_check), the second enroot's.
-    LogPattern(
-        NGC_KEY_REFUSED,
-        r"refused the NGC key|\[ERROR\] URL .* returned error code: 40[13]",
-        (
-            "[tao-slurm-tui] ERROR: the registry nvcr.io refused the NGC key (HTTP 401): run "
-            "set-up -> NGC key",
-            "[ERROR] URL https://nvcr.io/proxy_auth?scope=repository:nvidia/tao/tao-toolkit:pull "
-            "returned error code: 401 Unauthorized",
-        ),
-    ),
+    # The container runtime could not start the job (a refused key, an image or a mount source
+    # that does not exist): every retry would fail the same way.
+    *(pattern for cause in RUNTIME_CAUSES for pattern in cause.patterns),
     # A full file system or an exceeded quota (results, logs, the enroot cache in the home):
     # every retry would hit it again until someone frees space (core/disk_space.py says which).
     LogPattern(
@@ -323,29 +300,9 @@ class RetryDecision:
     """The pattern family that decided, if a log pattern did."""
     line: str = ""
     """The log line that decided, if any (trimmed)."""
-
-
-@dataclass(frozen=True)
-class LogMatch:
-    """A log line matched by a pattern."""
-
-    pattern: LogPattern
-    line: str
-
-
-@cache
-def _compiled(regex: str) -> re.Pattern[str]:
-    return re.compile(regex, re.IGNORECASE)
-
-
-def find_match(lines: Iterable[str], patterns: Sequence[LogPattern]) -> LogMatch | None:
-    """The first line (oldest first) matched by any of ``patterns``, or None."""
-    compiled = [(p, _compiled(p.regex)) for p in patterns]
-    for line in lines:
-        for pattern, rx in compiled:
-            if rx.search(line):
-                return LogMatch(pattern, line.strip()[:300])
-    return None
+    field: str = ""
+    """The spec key to change (a container-runtime failure: ``image``, ``container_mounts``);
+    '' when none is known."""
 
 
 def classify(
@@ -355,6 +312,9 @@ def classify(
     max_retries: int = DEFAULT_MAX_RETRIES,
 ) -> RetryDecision:
     """Decide whether a finished attempt is retried.
+
+    Long because: one ordered list of decisions (state, unreadable log, container runtime,
+    the script's own stop, program errors, infrastructure signs, the budget), read top down.
 
     Args:
         slurm_state: the attempt's final SLURM state (any spelling: ``CANCELLED by 1001``).
@@ -380,12 +340,15 @@ def classify(
         return RetryDecision(
             False, f"The job ended {state} and its log could not be read, so it is not retried."
         )
+    runtime = runtime_failure(log_tail_lines)
+    if runtime is not None:
+        cause, line = runtime
+        reason = runtime_reason(cause, line, log_tail_lines)
+        return RetryDecision(False, reason, cause.family, line, cause.field)
     stop = script_stop(log_tail_lines)
     if stop:
         return RetryDecision(False, f"Not requeued: {stop}", "not requeued")
     never = find_match(log_tail_lines, NEVER_RETRY_PATTERNS)
-    if never is not None and never.pattern.family == NGC_KEY_REFUSED:
-        return RetryDecision(False, NGC_KEY_REFUSED_REASON, never.pattern.family, never.line)
     if never is not None:
         return RetryDecision(
             False,
@@ -420,6 +383,29 @@ def script_stop(lines: Sequence[str]) -> str:
         if SCRIPT_STOP in line:
             return line.split(SCRIPT_STOP, 1)[1].strip()[:1000]
     return ""
+
+
+_ERROR_LINE_RE = re.compile(
+    r"(^|[^a-z])(error|errors|exception|traceback|fatal|failed|failure|killed)([^a-z]|\Z)",
+    re.IGNORECASE,
+)
+
+
+def first_error(lines: Sequence[str]) -> int | None:
+    """Where a failed job's ``main.err`` explains itself: the line a known failure pattern
+    matches (a container-runtime cause, a program error, an infrastructure sign), else the
+    first line that says error, exception, traceback or failed; None when none does."""
+    patterns = [
+        *(p for cause in RUNTIME_CAUSES for p in cause.patterns),
+        *NEVER_RETRY_PATTERNS,
+        *INFRA_PATTERNS,
+    ]
+    compiled_patterns = [compiled(p.regex) for p in patterns]
+    for rx in compiled_patterns:
+        for index, line in enumerate(lines):
+            if rx.search(line):
+                return index
+    return next((i for i, line in enumerate(lines) if _ERROR_LINE_RE.search(line)), None)
 
 
 def _not_retried(state: str) -> str:

@@ -20,6 +20,7 @@ from tao_slurm_tui.core.capacity_report import CapacityReport, FreeBlock, type_l
 from tao_slurm_tui.core.partitions import format_slurm_time, parse_slurm_time
 from tao_slurm_tui.core.quoting import join
 from tao_slurm_tui.core.slurm_fields import parse_gres
+from tao_slurm_tui.core.words import plural
 
 MARK = "@@tao-est:"
 """Prefix of the marker lines of the estimate command."""
@@ -254,16 +255,16 @@ def block_hint(nodes: int, gpus_per_node: int, block: FreeBlock | None, gpu_type
     """
     if gpus_per_node <= 0:
         return ""
-    gpus = f"{gpu_type} GPUs" if gpu_type else "GPUs"
+    gpu = f"{gpu_type} GPU" if gpu_type else "GPU"
     if block is None:
-        return f"No node has a free {gpu_type + ' ' if gpu_type else ''}GPU right now."
+        return f"No node has a free {gpu} right now."
     free = f"{block.node}: {block.gpus} {type_label(block.kind)} free"
     if nodes == 1 and gpus_per_node <= block.gpus:
-        return f"1 node x {gpus_per_node} {gpus} fits a free block now ({free})."
+        return f"1 node x {plural(gpus_per_node, gpu)} fits a free block now ({free})."
     if gpus_per_node > block.gpus:
         return (
-            f"The largest free block is {block.gpus} {gpus} ({block.node}); "
-            f"{gpus_per_node} {gpus} per node waits."
+            f"The largest free block is {plural(block.gpus, gpu)} ({block.node}); "
+            f"{plural(gpus_per_node, gpu)} per node waits."
         )
     return ""
 
@@ -340,9 +341,11 @@ def start_estimate_of(
     estimates: list[Estimate], request: Request, capacity: CapacityReport | None
 ) -> StartEstimate:
     """Put SLURM's answers, the hints and (when the capacity is known) the free-block hint
-    together for the form's first partition."""
+    together for the form's first partition. A request SLURM refused gets no free-block
+    hint: "fits a free block now" under "cannot start" would contradict it."""
     block = ""
-    if capacity is not None:
+    refused = bool(estimates) and bool(estimates[0].error)
+    if capacity is not None and not refused:
         first = request.partition.split(",")[0].strip()
         part = capacity.partition(first)
         if part is not None:

@@ -75,15 +75,27 @@ class LoginClient(asyncssh.SSHClient):
         """Who answers keyboard-interactive challenges in this login (None: nobody)."""
         self.presented: tuple[str, str | None, int, str] | None = None
         """(host, addr, port, public key) of a host key known_hosts did not trust."""
+        self._kbdint_tries = 0
+        self._kbdint_challenged = False
 
     def kbdint_auth_requested(self) -> str | None:
         # "" = no particular submethods. Taken even without a prompter: the challenge then
         # tells the user what the server wanted (a code) instead of a misleading refusal.
-        return "" if self.answering is not None else None
+        if self.answering is None or self.answering.declined:
+            return None
+        # asyncssh asks again after each failed try; a try the server ended without one
+        # challenge (keyboard-interactive with no devices: OpenSSH without PAM) would repeat
+        # until "too many authentication failures" and the password was never offered.
+        if self._kbdint_tries and not self._kbdint_challenged:
+            return None
+        self._kbdint_tries += 1
+        self._kbdint_challenged = False
+        return ""
 
     async def kbdint_challenge_received(
         self, name: str, instructions: str, lang: str, prompts: Any
     ) -> list[str] | None:
+        self._kbdint_challenged = True
         if self.answering is None:
             return None
         return await self.answering.answer(name, instructions, prompts)

@@ -18,7 +18,9 @@ from textual.widgets import Button, Input, Label, Switch, TextArea
 
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
+from tao_slurm_tui.core.spec.cluster_rules import draft_paths
 from tao_slurm_tui.core.spec.model import TIMEOUT_FRACTION
+from tao_slurm_tui.core.spec.problems import Refused
 from tao_slurm_tui.core.spec.tao_stage import editable
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.screens.confirm import ConfirmModal
@@ -51,6 +53,27 @@ ESTIMATE_FIELDS = (
     "use_requeue",
 )
 """Fields that change when a job can start (others do not warrant asking SLURM again)."""
+
+
+REVEALS: dict[str, frozenset[str]] = {
+    "time_hours": frozenset({"timeout_hours"}),
+    "num_nodes": frozenset({"num_gpus", "cpus_per_task"}),
+    "num_gpus": frozenset({"cpus_per_task"}),
+    "gpu_type": frozenset({"num_gpus", "cpus_per_task"}),
+    "partition": frozenset({"num_gpus", "cpus_per_task", "time_hours", "gpu_type"}),
+}
+"""An edit of the key also shows the problems of these fields (lowering the wall time below the
+timeout makes the timeout wrong; more GPUs make the CPUs asked of one node too many)."""
+
+FOLLOWERS = ("num_gpus", "cpus_per_task")
+"""Defaults a new job fits to the nodes of its partition once the cluster told their size."""
+
+
+def field_label(key: str) -> str:
+    """A spec key as the form labels it (``then``: the follow-up actions)."""
+    if key == "then":
+        return "Follow-up actions"
+    return next((f.label for f in FIELDS if f.key == key), key or "the spec")
 
 
 def estimate_key(spec: dict[str, Any]) -> tuple[str, ...]:
@@ -119,6 +142,13 @@ class ComposerScreen(Screen[str | None]):
         """The estimate key last asked about (None: never)."""
         self.estimate_delay = ESTIMATE_DELAY
         """Seconds of quiet before SLURM is asked again (:data:`ESTIMATE_DELAY`)."""
+        self.remote_errors: dict[str, str] = {}
+        """What the cluster refused at the last submit, by field (each goes once edited)."""
+        self.new_job = spec is None
+        """A new job (the profile's defaults): its untouched defaults follow the cluster."""
+        self._paths_timer: Timer | None = None
+        self._asked_paths: set[str] = set()
+        """Cluster paths already checked (or being checked) for this form."""
 
     def compose(self) -> ComposeResult:
         """Form on the left, preview and submit status on the right."""
@@ -152,8 +182,16 @@ class ComposerScreen(Screen[str | None]):
 
     @work(exclusive=True, group="limits", exit_on_error=False)
     async def load_limits(self) -> None:
-        """Have the back end fetch the partitions' MaxTime, then check the wall time again."""
+        """Have the back end fetch the partitions' MaxTime and node sizes, then check the form
+        again (a new job's untouched defaults are fitted to the nodes first)."""
         self.limits = await self.ctx.backend.partition_limits()
+        if self.new_job:
+            fitted = self.ctx.backend.default_spec()
+            for key in FOLLOWERS:
+                widget = self.query_one(f"#f-{key}", Input)
+                if key not in self.touched and widget.value != str(fitted[key]):
+                    self.loaded[key] = fitted[key]  # the default, not an edit
+                    widget.value = str(fitted[key])
         self._validate()
 
     def form_values(self, draft: SpecDraft) -> dict[str, Any]:
@@ -199,8 +237,29 @@ class ComposerScreen(Screen[str | None]):
     @on(Switch.Changed)
     @on(TextArea.Changed)
     def _on_field_changed(self, event: Input.Changed | Switch.Changed | TextArea.Changed) -> None:
-        if event.control is not self.preview:  # the preview's own reloads are not edits
-            self._changed()
+        if event.control is self.preview:  # the preview's own reloads are not edits
+            return
+        key = (event.control.id or "").removeprefix("f-")
+        self.remote_errors.pop(key, None)
+        if key == "time_hours":
+            self._follow_wall_time()
+        self._changed()
+
+    def _follow_wall_time(self) -> None:
+        """An untouched timeout follows the wall time (the platform's 4 h → 3.8 h), so
+        lowering the wall time never leaves a timeout above it; a timeout the user typed stays
+        as typed (and is named if it is no longer below)."""
+        if "timeout_hours" in self.touched:
+            return
+        try:
+            hours = float(self.query_one("#f-time_hours", Input).value)
+        except ValueError:
+            return
+        if hours <= 0:
+            return
+        timeout = round(hours * TIMEOUT_FRACTION, 4)
+        self.loaded["timeout_hours"] = timeout  # follows: not an edit of the user's
+        self.query_one("#f-timeout_hours", Input).value = f"{timeout:g}"
 
     @on(TaoForm.Changed)
     def _tao_changed(self) -> None:
@@ -210,10 +269,13 @@ class ComposerScreen(Screen[str | None]):
 
     @on(StepsEditor.Changed)
     def _steps_changed(self) -> None:
-        self.touched.add("then")  # an added or removed action is an edit
         self._changed()
 
     def _changed(self, immediate: bool = False) -> None:
+        if self.stages.has_class("-failed"):
+            # "Not submitted: ..." was about the form before this edit.
+            self.stages.remove_class("-failed")
+            self.stages.update("")
         self._validate()
         if self._preview_timer is not None:
             self._preview_timer.stop()
@@ -287,7 +349,13 @@ class ComposerScreen(Screen[str | None]):
 
     def _validate(self) -> dict[str, str]:
         spec, parse_errors = self._typed()
-        self.touched |= {key for key, value in spec.items() if value != self.loaded.get(key)}
+        # A follow-up action counts as edited once typed in or removed (an added empty row is
+        # not yet: its "action is required" would greet the user before any typing).
+        self.touched |= {
+            key for key, value in spec.items() if key != "then" and value != self.loaded.get(key)
+        }
+        if self.query_one(StepsEditor).edited:
+            self.touched.add("then")
         # Every rule is the back end's (the CLI's too): the wall time against the limits it
         # knows (see load_limits), the GPU type against the capacity once an estimate or a
         # view fetched it, the name against the jobs submitted.
@@ -295,12 +363,14 @@ class ComposerScreen(Screen[str | None]):
         # does, and asks again once it has.
         draft = SpecDraft(spec, base_dir=self.base_dir)
         self.resolution = self.ctx.backend.resolve(draft, load_tao=False)
-        errors = self.resolution.by_field()
+        errors = {**self.remote_errors, **self.resolution.by_field()}
         errors.update(parse_errors)  # what does not even parse, in the form's own words
         self.errors = errors
         # Not a wall of red for a form nobody typed in yet: a field's problem shows once it
-        # was edited, every problem once a submit was tried or a file loaded.
-        shown = errors if self.show_all else {k: m for k, m in errors.items() if k in self.touched}
+        # (or a field it depends on) was edited, every problem once a submit was tried or a
+        # file loaded.
+        seen = self.touched | {k for t in self.touched for k in REVEALS.get(t, ())}
+        shown = errors if self.show_all else {k: m for k, m in errors.items() if k in seen}
         self.form.show_errors(shown)
         self.tao_form.show_problem(errors.get("tao", "") if "tao" in shown else "")
         # The steps editor and the TAO form show their own.
@@ -309,7 +379,31 @@ class ComposerScreen(Screen[str | None]):
         self.problems.update(plain("\n".join(in_words(line) for line in loose)))
         self.query_one("#drop-extra").display = bool(self.form.extra)
         self.submit_button.disabled = self.submitting
+        self._schedule_paths(spec)
         return errors
+
+    # ------------------------------------------------------------------ cluster paths
+    def _schedule_paths(self, table: dict[str, Any]) -> None:
+        """Ask the cluster (debounced, once per path) whether the mount sources and inputs
+        exist, so a missing one is named in the form before any submit."""
+        paths = [
+            p for p in draft_paths(table, self.ctx.backend.profile) if p not in self._asked_paths
+        ]
+        if self._paths_timer is not None:
+            self._paths_timer.stop()
+        if paths:
+            self._paths_timer = self.set_timer(self.estimate_delay, lambda: self.check_paths(paths))
+
+    @work(group="paths", exit_on_error=False, description="check cluster paths")
+    async def check_paths(self, paths: list[str]) -> None:
+        """One ``test -e`` round trip; the next validation names what is missing."""
+        self._asked_paths.update(paths)
+        try:
+            await self.ctx.backend.check_paths(paths)
+        except TaoError:
+            self._asked_paths.difference_update(paths)  # asked again after the next edit
+            return  # the submission checks them anyway, before staging
+        self._validate()
 
     def _render_preview(self) -> None:
         count = len(self.errors)
@@ -317,7 +411,9 @@ class ComposerScreen(Screen[str | None]):
         if count or job is None:
             shown = self.show_all or bool(self.touched & set(self.errors))
             self.preview.show_problem(
-                f"{count} field{'s' if count > 1 else ''} to fix", alarm=shown
+                f"{count} field{'s' if count > 1 else ''} to fix",
+                alarm=shown,
+                fields=[field_label(key) for key in self.errors],
             )
             return
         script = self.ctx.backend.render(job)
@@ -347,12 +443,10 @@ class ComposerScreen(Screen[str | None]):
         self.show_all = True
         errors = self._validate()
         if errors:
-            first = self.form.first_error_widget(errors)
-            if first:
-                self.query_one(f"#{first}").focus()
-            elif "tao" in errors and self.tao_form.is_tao:
+            self._point_at(errors)
+            nothing_red = not self.form.first_error_widget(errors)
+            if nothing_red and "tao" in errors and self.tao_form.is_tao:
                 self.query_one("#tao-editor").focus()  # the experiment spec's problem
-            self.notify("Fix the fields marked in red first.", severity="error")
             return
         job = self.resolution.job
         if job is None:  # every field right, yet not resolved: cannot happen
@@ -360,6 +454,22 @@ class ComposerScreen(Screen[str | None]):
         self.submitting = True
         self.submit_button.disabled = True
         self.submit_spec(job)
+
+    def _point_at(self, errors: dict[str, str]) -> None:
+        """Put the cursor in the first field in red and its message in view, and say which
+        fields they are."""
+        first = self.form.first_error_widget(errors)
+        if first:
+            self.query_one(f"#{first}").focus()
+            self.call_after_refresh(self.form.show_error_of, first)
+        names = ", ".join(field_label(key) for key in errors)
+        count = len(errors)
+        self.notify(
+            f"Fix {count} field{'s' if count > 1 else ''} first: {names}."
+            + (" The cursor is in the first." if first else ""),
+            title="Not submitted",
+            severity="error",
+        )
 
     def _stage(self, stage: SubmitStage, detail: str = "") -> None:
         order = list(SubmitStage)
@@ -381,7 +491,13 @@ class ComposerScreen(Screen[str | None]):
         except TaoError as error:
             self.stages.add_class("-failed")
             self.stages.update(plain(f"Not submitted: {error}"))  # may quote sbatch
-            self.notify(str(error), title="Submit failed", severity="error")
+            if isinstance(error, Refused):
+                # What only the cluster could say (a missing mount source): under its field.
+                self.remote_errors = {p.field: p.text for p in error.problems}
+                self._validate()
+                self._point_at(self.errors)
+            else:
+                self.notify(str(error), title="Submit failed", severity="error")
             return
         finally:
             self.submitting = False

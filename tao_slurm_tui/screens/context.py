@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from textual.binding import Binding, BindingType
 
-from tao_slurm_tui.config import Settings
+from tao_slurm_tui.config import ConfigError, Settings
 from tao_slurm_tui.services.backend import Backend
 
 APP_BINDINGS: list[BindingType] = [
@@ -20,6 +21,19 @@ APP_BINDINGS: list[BindingType] = [
     Binding("a", "overview", "All clusters", show=False, id="app.overview"),
     Binding("h", "history", "History", id="app.history"),
     Binding("ctrl+q", "quit", "Quit", show=False, id="app.quit"),
+    # Priority: Textual hands every key to the widget focused when the app reads it, while a
+    # plain Tab binding moves the focus only once the focused widget has processed the Tab --
+    # so keys typed right after Tab went to the field being left ("48" became "8"). Handled
+    # by the app first, the focus moves before the next key is handed on.
+    Binding("tab", "app.focus_next", "Next field", show=False, priority=True, id="app.next"),
+    Binding(
+        "shift+tab",
+        "app.focus_previous",
+        "Previous field",
+        show=False,
+        priority=True,
+        id="app.previous",
+    ),
 ]
 """The app's own bindings, active on every screen (the help's "Everywhere" table)."""
 
@@ -34,3 +48,20 @@ class UiContext:
     """The config file's app settings (poll interval, keys, theme)."""
     clock: Callable[[], float] = time.time
     """'Now' — frozen in tests and screenshots."""
+    save_settings: Callable[[Settings], None] | None = None
+    """Writes the settings to the config file (None: kept for this run only)."""
+
+    def remember(self, **changes: Any) -> str:
+        """Change settings the UI keeps for the next start (the theme, the queue's view) and
+        write them; '' or why they could not be written (they still hold for this run)."""
+        if all(getattr(self.settings, key) == value for key, value in changes.items()):
+            return ""
+        for key, value in changes.items():
+            setattr(self.settings, key, value)
+        if self.save_settings is None:
+            return ""
+        try:
+            self.save_settings(self.settings)
+        except (OSError, ConfigError) as error:
+            return str(error)
+        return ""

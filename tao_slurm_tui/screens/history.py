@@ -31,6 +31,7 @@ from tao_slurm_tui.core.slurm_text import format_duration
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.field_input import FieldInput
 from tao_slurm_tui.widgets.plain import plain, plain_line
 from tao_slurm_tui.widgets.usage import usage_lines
 
@@ -163,9 +164,10 @@ class HistoryScreen(Screen[None]):
             yield Label("since", markup=False)
             yield Input(value="7d", placeholder="7d, 12h, 2026-11-01", id="h-since")
             yield Label("state", markup=False)
-            yield Input(placeholder="FAILED,CANCELLED", id="h-state")
+            # Empty filters say "any": a grey example alone read like a filter in force.
+            yield FieldInput(example="any: e.g. FAILED,CANCELLED", id="h-state")
             yield Label("name", markup=False)
-            yield Input(placeholder="contains", id="h-name")
+            yield FieldInput(example="any: part of the name", id="h-name")
         yield Static(id="history-summary", markup=False)
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="history-detail-box"):

@@ -8,6 +8,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input, TabbedContent, TabPane
 
+from tao_slurm_tui.core.models import TaoStatus
+from tao_slurm_tui.core.retry import first_error
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.backend import LogStreamName
 from tao_slurm_tui.widgets.app_footer import AppFooter
@@ -46,6 +48,7 @@ class LogsScreen(Screen[None]):
         self.ctx = ctx
         self.job_id = job_id
         self.max_lines = max_lines
+        self.failed = False
 
     def compose(self) -> ComposeResult:
         """Header, search bar, two tabs, footer."""
@@ -60,7 +63,12 @@ class LogsScreen(Screen[None]):
         yield AppFooter()
 
     def on_mount(self) -> None:
-        """Start one follower per stream."""
+        """Start one follower per stream; a failed job opens on main.err."""
+        job = next((j for j in self.ctx.backend.jobs() if j.id == self.job_id), None)
+        self.failed = job is not None and job.status is TaoStatus.ERROR
+        """The job failed: main.err is shown first, at its first error."""
+        if self.failed:
+            self.tabs.active = "tab-err"
         for stream in STREAMS:
             self.follow(stream)
         self.active_pane.view.focus()
@@ -79,8 +87,15 @@ class LogsScreen(Screen[None]):
     async def follow(self, stream: LogStreamName) -> None:
         """Append each batch the back end yields (batches, never line by line)."""
         pane = self.pane(stream)
+        opened = False
         async for batch in self.ctx.backend.follow_logs(self.job_id, stream):
             pane.add_batch(batch)
+            if not opened and stream == "err" and self.failed and batch.lines:
+                opened = True
+                # The explaining line is near the top (Pyxis, a traceback), not at the end.
+                where = first_error(pane.view.lines)
+                if where is not None:
+                    self.call_after_refresh(pane.view.show_line, where)
 
     # ------------------------------------------------------------------ actions
     def action_toggle_follow(self) -> None:

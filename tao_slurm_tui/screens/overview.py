@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from tao_slurm_tui.core.capacity_report import type_label
+from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.screens.context import UiContext
 from tao_slurm_tui.services.overview import ClusterSummary, Overview
 from tao_slurm_tui.widgets.app_footer import AppFooter
@@ -55,8 +56,8 @@ def summary_cells(s: ClusterSummary) -> dict[str, Text]:
     )
     return {
         "profile": name,
-        "running": plain_line(f"{r.mine.running_jobs} ({r.mine.running_gpus} GPUs)"),
-        "pending": plain_line(f"{r.mine.pending_jobs} ({r.mine.pending_gpus} GPUs)"),
+        "running": plain_line(f"{r.mine.running_jobs} ({plural(r.mine.running_gpus, 'GPU')})"),
+        "pending": plain_line(f"{r.mine.pending_jobs} ({plural(r.mine.pending_gpus, 'GPU')})"),
         "free": plain_line(r.gpus_free, style="bold green" if r.gpus_free else "dim"),
         # The node and GPU type are the cluster's words: one line, spelled out.
         "block": plain_line(f"{best.gpus} × {type_label(best.kind)} on {best.node}")  # noqa: RUF001

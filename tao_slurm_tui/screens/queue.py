@@ -20,7 +20,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.notifications import Notification, Notify
 from textual.reactive import var
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Input
 
@@ -28,8 +27,10 @@ from tao_slurm_tui.core.accounting import Usage
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.core.shown import shown, shown_text
+from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.screens.context import UiContext
+from tao_slurm_tui.screens.queue_habits import QueueHabits
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
@@ -38,6 +39,7 @@ from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
 from tao_slurm_tui.widgets.runs_panel import RunsPanel
+from tao_slurm_tui.widgets.sort_setting import sort_from_setting, sort_setting
 
 MAX_BACKOFF = 300.0
 """Longest wait between polls while the cluster cannot be reached (seconds)."""
@@ -69,7 +71,7 @@ def pipelines_of(jobs: dict[str, JobRecord]) -> dict[str, Pipeline]:
     }
 
 
-class QueueScreen(Screen[None]):
+class QueueScreen(QueueHabits):
     """Jobs of the profile, polled in the background while this screen is visible."""
 
     BINDINGS = [
@@ -83,12 +85,12 @@ class QueueScreen(Screen[None]):
         Binding("e", "clone", "Clone", show=False, id="queue.clone"),
         Binding("r", "refresh", "Refresh", id="queue.refresh"),
         Binding("f", "toggle_finished", "Finished", show=False, id="queue.toggle_finished"),
-        Binding("y", "copy_id", "Copy id", show=False, id="queue.copy_id"),
+        Binding("y", "copy_id", "Copy SLURM id", show=False, id="queue.copy_id"),
         Binding("i", "toggle_detail", "Details", show=False, id="queue.toggle_detail"),
         Binding("o", "job_view", "Curves", show=False, id="queue.job_view"),
         Binding("t", "tensorboard", "TensorBoard", show=False, id="queue.tensorboard"),
         Binding("v", "compare", "Compare", show=False, id="queue.compare"),
-        Binding("q", "app.quit", "Quit", show=False, id="queue.quit"),
+        Binding("q", "ask_quit", "Quit", show=False, id="queue.quit"),
     ]
 
     class Refreshed(Message):
@@ -123,8 +125,6 @@ class QueueScreen(Screen[None]):
     """Every job of the last snapshot (before filtering), by id; a new dict redraws."""
     filter_text: var[str] = var("", init=False)
     """Words every shown job matches (in any column)."""
-    show_finished: var[bool] = var(True, init=False)
-    """Show jobs that are Complete, Error or Canceled."""
     collapsed: var[frozenset[str]] = var(frozenset(), init=False)
     """Pipelines shown as their one row (space or enter on the row toggles)."""
     sorted_by: var[SortOrder] = var(SortOrder(), init=False)
@@ -193,6 +193,11 @@ class QueueScreen(Screen[None]):
         """Show what the store has at once; the first poll follows on resume."""
         self.query_one("#detail-box").border_title = "Details"
         self.all_jobs = {job.id: job for job in self.ctx.backend.jobs()}
+        # The view as it was left (finished hidden, the sort), kept in the settings.
+        self.show_finished = self.ctx.settings.show_finished
+        order = sort_from_setting(self.ctx.settings.queue_sort)
+        if order != self.table.sorted_by:
+            self.table.sorted_by = order
         self.table.focus()
 
     # ------------------------------------------------------------------ derived state
@@ -236,7 +241,7 @@ class QueueScreen(Screen[None]):
         """Counts, the sort and whether finished jobs are shown, under the table."""
         # Jobs, not rows: a pipeline's own row is no job, a collapsed one hides its steps.
         shown, total = self.shown_count, len(self.all_jobs)
-        count = f"{shown} of {total} jobs" if shown != total else f"{total} jobs"
+        count = f"{shown} of {plural(total, 'job')}" if shown != total else plural(total, "job")
         finished = "finished shown (f)" if self.show_finished else "finished hidden (f)"
         return f"{count} · sort {self.sorted_by.label} (s) · {finished}"
 
@@ -273,6 +278,7 @@ class QueueScreen(Screen[None]):
     @on(JobTable.Sorted)
     def _sorted(self, event: JobTable.Sorted) -> None:
         self.sorted_by = event.order
+        self._remember(queue_sort=sort_setting(event.order))
 
     @on(JobTable.Highlighted)
     def _highlighted(self, event: JobTable.Highlighted) -> None:
@@ -282,6 +288,9 @@ class QueueScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         """Visible again: poll as soon as this frame is drawn, and keep polling."""
         self._suspended = False
+        # Back from another screen, the rows start at their Job column again (a table left
+        # scrolled right showed rows without their names).
+        self.table.scroll_to(x=0, animate=False, immediate=True)
         # After the refresh: a poll that answers at once (a big queue, a fast cluster) must
         # not hold up the first frame with the rows the store already has.
         self.call_after_refresh(self.poll)
@@ -451,25 +460,11 @@ class QueueScreen(Screen[None]):
     def _filter_done(self, event: Input.Submitted) -> None:
         self.table.focus()
 
-    def action_toggle_finished(self) -> None:
-        """Hide or show jobs that are Complete, Error or Canceled."""
-        self.show_finished = not self.show_finished
-        self.notify(
-            "Finished jobs shown." if self.show_finished else "Finished jobs hidden.", timeout=2
-        )
-
     def action_refresh(self) -> None:
         """Poll now (a failure does not lengthen the back-off); after a declined or refused
         one-time code, this is what asks for one again."""
         self.ctx.backend.ask_again()
         self.poll(manual=True)
-
-    def action_copy_id(self) -> None:
-        """Copy the selected job's id to the clipboard (OSC 52: works over SSH too)."""
-        job = self._selected()
-        if job is not None:
-            self.app.copy_to_clipboard(job.id)
-            self.notify(f"Copied {job.id}.", timeout=2)
 
     def action_toggle_detail(self) -> None:
         """Hide or show the details pane (more rows on a small terminal)."""

@@ -295,13 +295,14 @@ class Backend(Protocol):
     def resolve(self, draft: SpecDraft, *, names: bool = True, load_tao: bool = True) -> Resolution:
         """Check a draft against every rule and plan it on the profile (no network).
 
-        The rules see what the back end knows now: the partitions' MaxTime as last fetched
-        by :meth:`partition_limits` (else the cached or packaged list), the capacity report
-        while it is fresh, and -- with ``names`` -- the jobs of the state DB (``render`` opens
-        no state DB, so it passes False). A ``[tao]`` table is checked against the profile's
-        TAO catalogue, opened (and a network's schema built) on first use -- unless
-        ``load_tao`` is False (the UI thread): then only what :meth:`tao` opened and built
-        already is used.
+        The rules see what the back end knows now: the partitions' MaxTime and node sizes as
+        last fetched by :meth:`partition_limits` (else the cached or packaged list; node sizes
+        only once the cluster told them), the paths :meth:`check_paths` found or missed, the
+        capacity report while it is fresh, and -- with ``names`` -- the jobs of the state DB
+        (``render`` opens no state DB, so it passes False). A ``[tao]`` table is checked
+        against the profile's TAO catalogue, opened (and a network's schema built) on first
+        use -- unless ``load_tao`` is False (the UI thread): then only what :meth:`tao` opened
+        and built already is used.
 
         Returns:
             The resolved job, or the problems by field (and as one sentence).
@@ -319,8 +320,18 @@ class Backend(Protocol):
         ...
 
     async def partition_limits(self) -> PartitionLimits:
-        """Fetch the MaxTime in seconds of the cluster's partitions (None when unlimited); the
-        next :meth:`resolve` checks wall times against them."""
+        """Fetch the MaxTime in seconds of the cluster's partitions (None when unlimited) and
+        the shapes of their nodes (one round trip, cached); the next :meth:`resolve` checks
+        partitions, wall times and what one node is asked for against them."""
+        ...
+
+    async def check_paths(self, paths: list[str]) -> dict[str, bool]:
+        """Whether each cluster path exists (one ``test -e`` round trip); the next
+        :meth:`resolve` names the inputs and mount sources that do not.
+
+        Raises:
+            OperationFailed: the cluster could not be asked.
+        """
         ...
 
     def render(self, job: ResolvedJob, *, entrypoint: bool = False) -> str:

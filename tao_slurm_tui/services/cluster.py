@@ -15,8 +15,6 @@ Nothing is opened until first use: ``render`` touches neither the network nor th
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import cached_property
@@ -25,15 +23,12 @@ from typing import TYPE_CHECKING, Any
 from tao_slurm_tui.config import Config, how_to_create, state_db_path
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
-from tao_slurm_tui.core.compare import Comparison, column, compare
 from tao_slurm_tui.core.job_output import JobOutput
-from tao_slurm_tui.core.job_runs import JobRuns
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
 from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.render import render_job, render_sbatch
-from tao_slurm_tui.core.run_reads import experiment_reads_command, parse_experiment_reads
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import (
     Resolution,
@@ -43,13 +38,14 @@ from tao_slurm_tui.core.spec import (
     default_spec,
     resolve,
 )
+from tao_slurm_tui.core.spec.cluster_rules import fit_defaults
 from tao_slurm_tui.core.spec.slice_rule import similar_runs
 from tao_slurm_tui.core.spec.tao_source import TaoContext
 from tao_slurm_tui.core.spec.tao_stage import uses_tao
 from tao_slurm_tui.core.start_estimate import StartEstimate
 from tao_slurm_tui.errors import BadInput, TaoError
 from tao_slurm_tui.remote.access import SSH, ClusterAccess
-from tao_slurm_tui.remote.connection import ConnectError, ConnectionState, RemoteError
+from tao_slurm_tui.remote.connection import ConnectError, ConnectionState
 from tao_slurm_tui.remote.share_server import ShareServer
 from tao_slurm_tui.services import credentials, sshsetup
 from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCallback
@@ -60,18 +56,17 @@ from tao_slurm_tui.services.login_prompts import Prompter
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
 from tao_slurm_tui.services.onboarding import create_results_dir, run_doctor
-from tao_slurm_tui.services.partitions import offline_limits
-from tao_slurm_tui.services.run_follow import training_dir
+from tao_slurm_tui.services.partitions import Facts, offline_facts, offline_limits
 from tao_slurm_tui.services.site_notices import SiteNotices, in_maintenance
 from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.submit import Submitter
-from tao_slurm_tui.services.tensorboard import TensorBoards
+from tao_slurm_tui.services.training_views import TrainingViews
 
 if TYPE_CHECKING:  # opened on first use: the CLI's start never loads the TAO modules
     from tao_slurm_tui.services.tao import TaoCatalogue
 
 
-class ClusterBackend:
+class ClusterBackend(TrainingViews):
     """Everything the fronts ask of one cluster profile, done by the real services."""
 
     def __init__(
@@ -120,6 +115,10 @@ class ClusterBackend:
         self.notices = SiteNotices()
         self._fetched: dict[str, HostKeyInfo] = {}
         self._live_limits: dict[str, int | None] | None = None
+        self._partitions: Facts | None = None
+        """The cluster's partitions with their node shapes (fetched, or the cache's)."""
+        self._paths: dict[str, bool] = {}
+        """Cluster paths :meth:`check_paths` found (True) or not (False)."""
         self._tao: TaoCatalogue | None = None
         self.capacities = CapacityCache(
             lambda: fetch_capacity(self.conn, user=self._profile.user),
@@ -202,7 +201,8 @@ class ClusterBackend:
             if self.conn.use_profile(self._profile):
                 self.notices.connected_to = None  # another place on purpose: no failover
                 # Another host or user may be another cluster: its own limits and capacity.
-                self._live_limits = None
+                self._live_limits = self._partitions = None
+                self._paths = {}
                 self.capacities.clear()
                 if self._share is not None:
                     # The share is per login: serve the new one (a task: this is not async).
@@ -313,70 +313,6 @@ class ClusterBackend:
         """scancel every step of the pipeline that has not ended, in one command."""
         return await self.monitor.cancel_pipeline(pipeline_id)
 
-    async def job_runs(self, job_ids: list[str]) -> dict[str, JobRuns]:
-        """The trainings' runs, KPI series and forecasts (read up to now first)."""
-        jobs = [self.store.require(self._name, job_id) for job_id in job_ids]
-        follower = self.monitor.runs
-        # What is stored is still worth showing; the poll says when the cluster is away.
-        with contextlib.suppress(RemoteError):
-            await follower.catch_up(
-                self.conn, follower.behind(jobs), timeout=self._profile.command_timeout
-            )
-        now = self.clock()
-        out = {}
-        for job_id in job_ids:
-            job = self.store.require(self._name, job_id)
-            record = follower.record(job_id)
-            out[job_id] = JobRuns.of(job, record.ledger, follower.points(job_id), now)
-        return out
-
-    async def compare(self, job_ids: list[str]) -> Comparison:
-        """The jobs' spec differences and KPIs (one command reads the experiment specs)."""
-        ids = list(dict.fromkeys(i.strip() for i in job_ids if i.strip()))
-        if len(ids) < 2:
-            raise BadInput("Compare needs two or more different job ids, e.g. 'compare a b'.")
-        jobs = [self.store.require(self._name, job_id) for job_id in ids]
-        runs = await self.job_runs(ids)
-        root = self._profile.results_root
-        nonce = secrets.token_hex(8)
-        command = experiment_reads_command({j.id: training_dir(j, root) for j in jobs}, nonce)
-        notes: list[str] = []
-        specs: dict[str, str] = {}
-        try:
-            result = await self.conn.run_framed(command, timeout=self._profile.command_timeout)
-            specs = parse_experiment_reads(result.stdout, ids, nonce)
-        except (RemoteError, ValueError) as exc:
-            notes.append(f"The experiment specs could not be read ({exc}); compared as submitted.")
-        columns = [column(job, runs[job.id], specs.get(job.id)) for job in jobs]
-        notes += [
-            f"{c.job_id}: no experiment spec found, compared as submitted."
-            for c in columns
-            if c.source == "submitted spec"
-        ]
-        return compare(columns, notes)
-
-    @cached_property
-    def tensorboards(self) -> TensorBoards:
-        """TensorBoard sessions over the one connection."""
-        return TensorBoards(self.conn)
-
-    async def start_tensorboard(self, job_id: str) -> str:
-        """TensorBoard for a running training; its local URL."""
-        job = self.store.require(self._name, job_id)
-        logdir = training_dir(job, self._profile.results_root)
-        return (await self.tensorboards.start(job, logdir)).url
-
-    async def stop_tensorboard(self, job_id: str) -> bool:
-        """Stop the job's TensorBoard."""
-        return await self.tensorboards.stop(job_id)
-
-    def tensorboard_url(self, job_id: str) -> str | None:
-        """The job's TensorBoard URL while it runs."""
-        session = (
-            self.tensorboards.sessions.get(job_id) if "tensorboards" in self.__dict__ else None
-        )
-        return session.url if session is not None else None
-
     # ------------------------------------------------------------------ history
 
     async def job_usage(self, job_ids: list[str]) -> dict[str, Usage]:
@@ -395,8 +331,10 @@ class ClusterBackend:
     # ------------------------------------------------------------------ composer
 
     def default_spec(self) -> dict[str, Any]:
-        """A new job with the profile's defaults."""
-        return default_spec(self._profile)
+        """A new job with the profile's defaults, fitted to the nodes of its partition when
+        the cluster told their size (never a default the cluster cannot satisfy)."""
+        self._limits()  # the cached partition facts, if any
+        return fit_defaults(default_spec(self._profile), self._profile, self._partitions)
 
     def resolve(self, draft: SpecDraft, *, names: bool = True, load_tao: bool = True) -> Resolution:
         """Every rule on the draft, with the limits, capacity, TAO catalogue and (``names``)
@@ -408,6 +346,8 @@ class ClusterBackend:
             jobs={job.id: job for job in stored} if names else {},
             profile_name=self._name,
             capacity=self.capacities.fresh(),
+            partitions=self._partitions,
+            paths=self._paths,
             tao=self._tao_context(draft, load_tao),
             similar_runs=similar_runs(stored),
         )
@@ -442,15 +382,24 @@ class ClusterBackend:
         # packaged one, read once (not on every keystroke of the composer).
         if self._live_limits is None:
             self._live_limits = dict(offline_limits(self._profile))
+            self._partitions = offline_facts(self._profile)
         return self._live_limits
 
     async def partition_limits(self) -> PartitionLimits:
-        """MaxTime (seconds) of the cluster's partitions; the cached or packaged list offline."""
+        """MaxTime (seconds) of the cluster's partitions and their node shapes; the cached or
+        packaged list offline."""
         try:
-            self._live_limits = dict(await self.submitter.partition_limits())
+            limits, facts = await self.submitter.partitions()
         except TaoError:
             return offline_limits(self._profile)
+        self._live_limits, self._partitions = dict(limits), facts
         return self._live_limits
+
+    async def check_paths(self, paths: list[str]) -> dict[str, bool]:
+        """Whether each cluster path exists (one round trip; remembered for :meth:`resolve`)."""
+        found = await self.submitter.check_paths(paths)
+        self._paths.update(found)
+        return found
 
     def render(self, job: ResolvedJob, *, entrypoint: bool = False) -> str:
         """The sbatch script (or the staged entrypoint) the job would submit (no network)."""

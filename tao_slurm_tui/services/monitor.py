@@ -492,7 +492,8 @@ class Monitor:
     async def _maybe_retry(self, w: JobUpdate) -> None:
         """A failed attempt: Error, or (infrastructure, budget left) resubmitted exactly once
         across processes under the same id, with the failed nodes excluded if the partition
-        has enough others."""
+        has enough others. Long because: the not-retried message and the resubmission
+        under its lock are one sequence on the same job's record."""
         job = w.job
         attempt = job.attempts[-1]
         decision = retry_rules.classify(
@@ -500,13 +501,11 @@ class Monitor:
         )
         if not decision.retry:
             job.status = TaoStatus.ERROR
-            # A full file system (with its figures), else TAO's own words (status.json's
-            # FAILURE, Hydra's refusal of the spec) say more than the classification.
-            job.message = (
-                await self._full_disk(job, w.log_tails, decision)
-                or w.tao_failure()
-                or decision.reason + (f" ({decision.line})" if decision.line else "")
-            )
+            # A full disk (its figures), TAO's own words, else the classification (a runtime
+            # cause in its own words: no quoted line).
+            quoted = f" ({decision.line})" if decision.line and not decision.field else ""
+            disk = await self._full_disk(job, w.log_tails, decision)
+            job.message = disk or w.tao_failure() or decision.reason + quoted
             return
         if self.resubmit is None:
             job.status = TaoStatus.ERROR

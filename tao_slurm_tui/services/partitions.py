@@ -1,7 +1,10 @@
-"""Partition wall-time limits (MaxTime) as the cluster reports them, cached per cluster.
+"""Partition wall-time limits (MaxTime) and node sizes as the cluster reports them, cached per
+cluster.
 
-``scontrol show partition -o`` is asked first (it names every partition with its exact MaxTime),
-``sinfo -h -o '%P|%l'`` second. The parsed table is cached as JSON under
+``scontrol show partition -o`` is asked first (it names every partition with its exact MaxTime
+and memory defaults), ``sinfo -h -o '%P|%l'`` second, and one ``sinfo`` line per partition and
+node shape (:data:`~tao_slurm_tui.core.cluster_facts.NODES_COMMAND`) third -- one round trip.
+The parsed table is cached as JSON under
 :func:`tao_slurm_tui.config.cache_dir` (``partitions/<host>-<key>.json``, keyed by what decides
 the answer: the login hosts, the port and the user -- not the profile's name, so a profile whose
 host changed asks the new cluster) for :data:`CACHE_TTL` seconds, so the composer can check a
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tao_slurm_tui.config import cache_dir, write_atomic
+from tao_slurm_tui.core.cluster_facts import NODES_COMMAND, PartitionFacts, parse_partitions
 from tao_slurm_tui.core.partitions import (
     PACKAGED_LIMITS,
     SCONTROL_COMMAND,
@@ -41,6 +45,9 @@ CACHE_TTL = 3600.0
 Limits = dict[str, int | None]
 """Partition → MaxTime in seconds (None: unlimited)."""
 
+Facts = dict[str, PartitionFacts]
+"""The cluster's partitions with their node shapes, by name."""
+
 
 def cache_key(profile: Profile) -> str:
     """What the cached table depends on: the cluster (login hosts, port) and the user.
@@ -58,17 +65,27 @@ def cache_file(profile: Profile) -> Path:
     return cache_dir() / "partitions" / f"{safe}-{cache_key(profile)}.json"
 
 
-def _read(profile: Profile) -> tuple[float, Limits] | None:
+def _read(profile: Profile) -> tuple[float, Limits, Facts | None] | None:
     try:
         data: Any = json.loads(cache_file(profile).read_text(encoding="utf-8"))
         limits = {str(k): (None if v is None else int(v)) for k, v in dict(data["limits"]).items()}
-        return float(data["fetched_at"]), limits
-    except (OSError, ValueError, KeyError, TypeError):
+        stored = data.get("partitions")
+        facts = (
+            None
+            if stored is None
+            else {str(k): PartitionFacts.from_json(v) for k, v in dict(stored).items()}
+        )
+        return float(data["fetched_at"]), limits, facts
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # a cache: missing or broken means "fetch again"
 
 
-def _write(profile: Profile, limits: Limits) -> None:
-    payload = {"fetched_at": time.time(), "limits": limits}
+def _write(profile: Profile, limits: Limits, facts: Facts) -> None:
+    payload = {
+        "fetched_at": time.time(),
+        "limits": limits,
+        "partitions": {name: part.to_json() for name, part in facts.items()},
+    }
     path = cache_file(profile)
     try:
         write_atomic(path, json.dumps(payload, sort_keys=True).encode())  # 0600, atomic
@@ -83,6 +100,13 @@ def offline_limits(profile: Profile) -> Limits:
     if cached is not None and cached[1]:
         return {**PACKAGED_LIMITS, **cached[1]}
     return dict(PACKAGED_LIMITS)
+
+
+def offline_facts(profile: Profile) -> Facts | None:
+    """The cached partitions of ``profile``'s cluster with their node shapes (any age); None
+    when never fetched (nothing is judged against a packaged guess)."""
+    cached = _read(profile)
+    return cached[2] if cached is not None and cached[2] else None
 
 
 async def fetch_partition_limits(
@@ -104,22 +128,39 @@ async def fetch_partition_limits(
         The cluster's table (the packaged entries fill partitions it does not name, which
         matters only for the packaged names); the offline answer when the cluster cannot say.
     """
+    return (await fetch_partitions(conn, profile, max_age=max_age, refresh=refresh))[0]
+
+
+async def fetch_partitions(
+    conn: Remote | None,
+    profile: Profile,
+    *,
+    max_age: float = CACHE_TTL,
+    refresh: bool = False,
+) -> tuple[Limits, Facts | None]:
+    """MaxTime of every partition and the partitions with their node shapes, from the cache or
+    one round trip (see :func:`fetch_partition_limits`); the facts are None when the cluster
+    never said (offline, a cache from an older version)."""
     if conn is None:
-        return offline_limits(profile)
+        return offline_limits(profile), offline_facts(profile)
     cached = _read(profile)
-    if cached is not None and not refresh and time.time() - cached[0] < max_age and cached[1]:
-        return dict(cached[1])
+    fresh = cached is not None and time.time() - cached[0] < max_age
+    if cached is not None and fresh and not refresh and cached[1] and cached[2] is not None:
+        return dict(cached[1]), dict(cached[2])
     command = (
-        f"{join(SCONTROL_COMMAND)} 2>/dev/null; echo '@@sinfo'; {join(SINFO_COMMAND)} 2>/dev/null"
+        f"{join(SCONTROL_COMMAND)} 2>/dev/null; echo '@@sinfo'; {join(SINFO_COMMAND)} "
+        f"2>/dev/null; echo '@@nodes'; {join(NODES_COMMAND)} 2>/dev/null"
     )
     try:
         result = await conn.run(command, timeout=profile.command_timeout)
     except TaoError as exc:
         log.info("partition limits not fetched (%s); using the cached or packaged list", exc)
-        return offline_limits(profile)
-    scontrol_text, _, sinfo_text = result.stdout.partition("@@sinfo")
+        return offline_limits(profile), offline_facts(profile)
+    scontrol_text, _, rest = result.stdout.partition("@@sinfo")
+    sinfo_text, _, nodes_text = rest.partition("@@nodes")
     limits: Limits = parse_scontrol_limits(scontrol_text) or parse_sinfo_limits(sinfo_text)
     if not limits:
-        return offline_limits(profile)
-    _write(profile, limits)
-    return limits
+        return offline_limits(profile), offline_facts(profile)
+    facts = parse_partitions(scontrol_text, nodes_text)
+    _write(profile, limits, facts)
+    return limits, facts or None

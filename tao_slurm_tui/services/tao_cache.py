@@ -24,6 +24,7 @@ cache: it is removed and built again.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import http.client
@@ -37,7 +38,7 @@ import stat
 import time
 import urllib.request
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -423,6 +424,18 @@ def _open(final: Path, version: str, pin: VersionPin) -> Release:
     return Release(version=version, root=final, files=files, catalog=catalog)
 
 
+@contextlib.contextmanager
+def _building(root: Path) -> Iterator[None]:
+    """Hold the cache's build lock (``root/.build.lock``, an flock)."""
+    fd = os.open(root / ".build.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    with open(fd, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def open_release(
     version: str = "",
     *,
@@ -447,11 +460,18 @@ def open_release(
             return _open(final, name, pin)
         except CacheCorrupt:
             pass
-    data = obtain_wheel(name, pin, wheel, fetch)
     try:
-        _remove(final)
-        _extract(root, final, name, pin, data)
-        return _open(final, name, pin)
+        # One builder at a time (threads and processes): a second one waited for the first
+        # and finds its release; it never removes a release another is reading.
+        _mkdir_private(root)
+        with _building(root):
+            if not rebuild:
+                with contextlib.suppress(CacheCorrupt):
+                    return _open(final, name, pin)
+            data = obtain_wheel(name, pin, wheel, fetch)
+            _remove(final)
+            _extract(root, final, name, pin, data)
+            return _open(final, name, pin)
     except CacheCorrupt as exc:
         raise OperationFailed(f"the TAO cache at {root} cannot be used ({exc}).") from None
     except OSError as exc:

@@ -16,23 +16,24 @@ from textual.widgets.data_table import RowDoesNotExist
 from tao_slurm_tui.core.capacity import NodeState
 from tao_slurm_tui.core.capacity_report import CapacityReport, PartitionCapacity, type_label
 from tao_slurm_tui.core.shown import shown
+from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.widgets.plain import plain, plain_line
 
-BAR_WIDTH = 10
-"""Cells of the free-GPU bar."""
+BAR_WIDTH = 6
+"""Cells of the free-GPU bar (narrow: every column fits 120 terminal columns)."""
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("partition", "Partition"),
     ("free", "GPUs free"),
-    ("bar", "▮used ▯free"),
-    ("block", "Largest free block"),
-    ("types", "By type free/total"),
+    ("bar", "Used"),
+    ("block", "Largest free"),
+    ("types", "Types free/total"),
     ("nodes", "Nodes i/m/a/out"),
     ("cpus", "CPUs free"),
     ("mem", "Mem free"),
     ("pending", "Pending"),
 )
-"""Column keys and titles of the partition table."""
+"""Column keys and titles of the partition table: all of it fits 120 terminal columns."""
 
 
 def gpu_bar(p: PartitionCapacity, width: int = BAR_WIDTH) -> Text:
@@ -68,7 +69,7 @@ def partition_cells(p: PartitionCapacity) -> dict[str, Text]:
         "types": plain_line(
             ", ".join(f"{type_label(t.kind)} {t.free}/{t.total}" for t in p.gpu_types) or "-"
         ),
-        "block": plain_line(f"{block.gpus} × {type_label(block.kind)} on {block.node}")  # noqa: RUF001
+        "block": plain_line(f"{block.gpus} × {type_label(block.kind)}, {block.node}")  # noqa: RUF001
         if block
         else Text("none", style="dim"),
         "nodes": plain_line(
@@ -77,7 +78,7 @@ def partition_cells(p: PartitionCapacity) -> dict[str, Text]:
         ),
         "cpus": plain_line(f"{p.cpus_free}/{p.cpus_total}"),
         "mem": plain_line(_mem(p.mem_free_mb)),
-        "pending": plain_line(f"{p.pending_jobs} ({p.pending_gpus} GPUs)"),
+        "pending": plain_line(f"{p.pending_jobs} ({plural(p.pending_gpus, 'GPU')})"),
     }
 
 
@@ -85,10 +86,13 @@ def summary_text(report: CapacityReport) -> Text:
     """The line above the table: free GPUs on the cluster and the user's share."""
     mine = report.mine
     text = Text()
-    text.append(f"{report.gpus_free} GPUs free", style="bold green" if report.gpus_free else "")
     text.append(
-        f" · you ({shown(report.user)}): {mine.running_jobs} running ({mine.running_gpus} GPUs), "
-        f"{mine.pending_jobs} pending ({mine.pending_gpus} GPUs)"
+        f"{plural(report.gpus_free, 'GPU')} free", style="bold green" if report.gpus_free else ""
+    )
+    text.append(
+        f" · you ({shown(report.user)}): {mine.running_jobs} running "
+        f"({plural(mine.running_gpus, 'GPU')}), "
+        f"{mine.pending_jobs} pending ({plural(mine.pending_gpus, 'GPU')})"
     )
     return text
 

@@ -55,6 +55,14 @@ def pipeline_summary(job: JobRecord, pipeline: Pipeline) -> list[RenderableType]
     return [head, table]
 
 
+def pending_line(reason: str) -> Text:
+    """Why the job waits: the full sentence (the table's column has the short form), then
+    SLURM's code unless it is squeue's "None" (no reason yet), which read as Python's."""
+    code = reason.strip("()")
+    said = f" ({code})" if code not in ("", "None") else ""
+    return plain(f"Pending: {explain_reason(reason)}{said}", overflow="fold")
+
+
 def progress_lines(job: JobRecord) -> list[Text]:
     """What TAO's status.json said: epochs done of the run's, time per epoch, time left, the
     latest KPIs; then TAO's last status word and message (every status value is shown, an
@@ -104,9 +112,7 @@ def render_detail(
         head.append(shown(f" ({job.slurm_job_id})"))
     parts: list[RenderableType] = [head]
     if job.reason and job.status.value == "Pending":
-        # The full sentence here; the table's column has the short form.
-        words = explain_reason(job.reason)
-        parts.append(plain(f"Pending: {words} ({job.reason.strip('()')})", overflow="fold"))
+        parts.append(pending_line(job.reason))
     if job.message and not (job.progress.status and job.message == job.progress.message):
         # (TAO's own last message is on the TAO line below.)
         parts.append(plain(f"Message: {job.message}", overflow="fold"))

@@ -51,17 +51,23 @@ SLURM_STATES = (
 COLUMNS: list[tuple[str, str]] = [
     ("id", "Job"),
     ("status", "Status"),
+    ("progress", "Progress"),
+    ("reason", "Pending reason"),
+    ("time", "Elapsed/max"),
+    ("start", "Est. start"),
+    ("retries", "Retry"),
     ("state", "SLURM"),
     ("slurm_id", "Id"),
     ("partition", "Part."),
     ("shape", "N×G"),  # noqa: RUF001
-    ("time", "Elapsed/max"),
-    ("reason", "Pending reason"),
-    ("start", "Est. start"),
-    ("retries", "Retry"),
-    ("progress", "Progress"),
 ]
-"""(column key, header) in display order."""
+"""(column key, header) in display order: what a researcher reads first (where it is, how far
+it got, why it waits) before what SLURM calls it and what it asked for, so on 80 and 120
+columns those are the ones in view."""
+
+MAX_WIDTHS = {"id": 24, "reason": 24}
+"""Columns that do not grow past this many cells: a long name or a pipeline's row ends in "…"
+instead of pushing every other column out of view."""
 
 FIRST_ROWS = 200
 """Rows an empty table shows first (more than any terminal shows); the rest follow right after
@@ -201,7 +207,8 @@ class Cell:
         """The row's key (set on the Job column's cell: what the sort orders by)."""
 
     def __rich__(self) -> Text:
-        return Text(shown(self.plain), style=self.style, no_wrap=True, end="")
+        # Cut at the column's width with "…" (MAX_WIDTHS), never silently.
+        return Text(shown(self.plain), style=self.style, no_wrap=True, overflow="ellipsis", end="")
 
     def __str__(self) -> str:
         return self.plain
@@ -290,6 +297,7 @@ class JobTable(DrawnCellsTable[Cell]):
 
     BINDINGS = [
         Binding("s", "cycle_sort", "Sort", show=False, id="queue.sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, id="queue.reverse_sort"),
         Binding("j", "cursor_down", "Down", show=False, id="queue.down"),
         Binding("k", "cursor_up", "Up", show=False, id="queue.up"),
         Binding("g,home", "scroll_top", "First job", show=False, id="queue.first"),
@@ -404,17 +412,26 @@ class JobTable(DrawnCellsTable[Cell]):
         widths = self._widths
         for key, value in plain.items():
             width = len(value) if value.isascii() else cell_len(value)
+            width = min(width, MAX_WIDTHS.get(key, width))
             if width > widths[key]:
                 widths[key] = width
                 grew = True
         return grew
 
+    def _width(self, key: str) -> int:
+        """A column's width: its widest cell, and the header with its sort arrow while sorted
+        by it (the arrow goes with the sort: sorting elsewhere gives the cells back)."""
+        width = self._widths[key]
+        if key == self.sort_column:
+            width = max(width, cell_len(dict(COLUMNS)[key]) + 2)
+        return width
+
     def _set_widths(self) -> None:
         """Give the columns their widths (after some grew) and the table its new size."""
-        for key, width in self._widths.items():
+        for key in self._widths:
             column = self.columns.get(ColumnKey(key))
             if column is not None:
-                column.width = width
+                column.width = self._width(key)
         # Cached renderings are keyed by DataTable's update count, which the cell updates,
         # added rows or sort of the same change moved on: they are drawn again at the new width.
         self._resize_virtual()
@@ -548,27 +565,29 @@ class JobTable(DrawnCellsTable[Cell]):
         )
 
     def _mark_sorted_header(self) -> None:
-        # The sorted column's header carries the arrow (k9s' habit); the others lose theirs.
-        grew = False
+        # The sorted column's header carries the arrow (k9s' habit); the others lose theirs,
+        # and the cells the arrow took (it is never cut off): widths follow the sort.
+        resized = False
         for key, label in COLUMNS:
             column = self.columns.get(ColumnKey(key))
             if column is None:
                 continue
             arrow = (" ↓" if self.sort_reverse else " ↑") if key == self.sort_column else ""
             column.label = plain_line(label + arrow)
-            if cell_len(label + arrow) > self._widths[key]:  # the arrow is never cut off
-                self._widths[key] = cell_len(label + arrow)
-                grew = True
-        if grew:
+            resized |= column.width != self._width(key)
+        if resized:
             self._set_widths()  # the sort that follows draws the header again
         self.refresh()
 
     def action_cycle_sort(self) -> None:
-        """Sort by the next column."""
+        """Sort by the next column (the border's subtitle says which: no toast per press)."""
         keys = ["created"] + [key for key, _ in COLUMNS]
         index = keys.index(self.sort_column) if self.sort_column in keys else 0
         self.sorted_by = SortOrder(keys[(index + 1) % len(keys)])
-        self.notify(f"Sorted by {self.sort_label}.", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        """The same column, the other way round."""
+        self.sorted_by = SortOrder(self.sort_column, not self.sort_reverse)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """Click a header to sort by it."""

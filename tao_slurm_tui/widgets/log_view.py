@@ -316,6 +316,19 @@ class LogView(ScrollView, can_focus=True):
         self.release_anchor()  # a search reads where it jumped, even at the end: no anchor
         self.refresh()
 
+    def show_line(self, index: int) -> None:
+        """Stop following and put line ``index`` (of the lines held) a third of the way down
+        the view, with what led to it above (a failed job's log opens at its first error)."""
+        self.follow = False
+        self.release_anchor()
+        context = max(1, self.scrollable_content_region.height // 3)
+        self._jumping = True
+        try:
+            self.scroll_to(y=max(0, index - context), animate=False, immediate=True)
+        finally:
+            self._jumping = False
+        self.refresh()
+
     def _forget_dropped_matches(self) -> None:
         if self._matches and self._matches[0] < self._dropped:
             keep = [m for m in self._matches if m >= self._dropped]

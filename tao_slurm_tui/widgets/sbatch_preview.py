@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.widgets import TextArea
 
 from tao_slurm_tui.widgets.plain import plain_line
@@ -38,16 +40,20 @@ class SbatchPreview(TextArea):
         if script != self.text:
             self.load_text(script)
 
-    def show_problem(self, problem: str, *, alarm: bool = True) -> None:
+    def show_problem(self, problem: str, *, alarm: bool = True, fields: Sequence[str] = ()) -> None:
         """Say why there is no script: a script of older values would read as the current one.
 
         Args:
             problem: Why (e.g. "2 fields to fix").
             alarm: Draw the border red (False while the user has not typed yet).
+            fields: The fields to fix, by their labels: each is named, one a line.
         """
         self.set_class(alarm, "-invalid")
         self.border_subtitle = plain_line(problem)
+        named = "".join(f"\n#  - {name}" for name in fields)
         # Short lines: the preview is ~30 columns wide at 80x24 and does not wrap.
         self.load_text(
-            f"# No sbatch script yet:\n# {problem}.\n# It appears once\n# the form is valid."
+            f"# No sbatch script yet:\n# {problem}:{named}\n# It appears once\n# the form is valid."
+            if fields
+            else f"# No sbatch script yet:\n# {problem}.\n# It appears once\n# the form is valid."
         )

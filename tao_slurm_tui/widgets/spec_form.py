@@ -18,6 +18,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Switch, TextArea
 
 from tao_slurm_tui.core.spec import DEFAULT_IMAGE
+from tao_slurm_tui.widgets.field_input import FieldInput
 from tao_slurm_tui.widgets.steps_editor import StepsEditor
 
 Kind = Literal["text", "int", "float", "list", "bool", "env", "json"]
@@ -62,7 +63,7 @@ FIELDS: list[Field] = [
     Field("time_hours", "Wall time (h)", "float", "4"),
     Field("timeout_hours", "Command timeout (h)", "float", "3.8"),
     Field("account", "Account", "text", "edgeai (empty: none)"),
-    Field("container_mounts", "Mounts", "list", "/lustre, /data"),
+    Field("container_mounts", "Mounts", "list", "/lustre/datasets, /data:/data"),
     Field("inputs", "Inputs", "list", "lustre:///lustre/data/train.json"),
     Field("use_requeue", "Requeue", "bool"),
     Field("use_sqsh", "SQSH image cache", "bool"),
@@ -70,6 +71,17 @@ FIELDS: list[Field] = [
     Field("specs", "Specs (JSON)", "json"),
 ]
 """Every spec field, in form order."""
+
+
+SWITCH_WORDS: dict[str, tuple[str, str]] = {
+    "use_requeue": (
+        "on: requeued after a timeout or node failure",
+        "off: ends at its first failure",
+    ),
+    "use_sqsh": ("on: image cached as a SQSH file", "off: every job pulls the image"),
+}
+"""What a switch's position means, said beside it (a switch alone does not say which way is
+on)."""
 
 
 def _parse(field: Field, raw: Any) -> tuple[Any, str | None]:
@@ -145,7 +157,13 @@ class SpecForm(VerticalScroll):
         & Input:focus { border: none; background: $primary 20%; }
         & TextArea { height: 4; width: 1fr; border: none; padding: 0 1; background: $boost; }
         & TextArea:focus { border: none; background: $primary 20%; }
-        & Switch { border: none; height: 1; padding: 0; background: $boost; }
+        /* A focused switch keeps its slider visible (Textual's focus style is a tall border
+           that a one-line switch has no room for: it drew an empty box). */
+        & Switch, & Switch:focus { border: none; height: 1; padding: 0; background: $boost; }
+        & .switch-row:focus-within { background: $primary 20%; }
+        & .switch-row:focus-within .switch-words { color: $text; }
+        & .switch-row { height: 1; width: 1fr; }
+        & .switch-words { color: $text-muted; padding: 0 1; width: 1fr; }
         & .field-error { color: $error; padding-left: 22; width: 100%; display: none; }
         & .field-error.-shown { display: block; }
         & Input.-bad, & TextArea.-bad { background: $error 25%; }
@@ -170,15 +188,17 @@ class SpecForm(VerticalScroll):
             with Horizontal(classes="field-row"):
                 yield Label(field.label, classes="field-label", markup=False)
                 if field.kind == "bool":
-                    yield Switch(id=f"f-{field.key}")
+                    with Horizontal(classes="switch-row"):
+                        yield Switch(id=f"f-{field.key}")
+                        yield Label("", id=f"w-{field.key}", classes="switch-words", markup=False)
                 elif field.kind in ("env", "json"):
                     yield TextArea(id=f"f-{field.key}", soft_wrap=True, tab_behavior="focus")
                 else:
                     suggester = (
                         SuggestFromList(self.partitions) if field.key == "partition" else None
                     )
-                    yield Input(
-                        placeholder=example(field),
+                    yield FieldInput(
+                        example=example(field),
                         id=f"f-{field.key}",
                         suggester=suggester,
                         select_on_focus=False,
@@ -202,10 +222,21 @@ class SpecForm(VerticalScroll):
             value = _display(field, spec.get(field.key))
             if isinstance(widget, Switch):
                 widget.value = bool(value)
+                self._say_switch(widget)
             elif isinstance(widget, TextArea):
                 widget.load_text(str(value))
             elif isinstance(widget, Input):
                 widget.value = str(value)
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        """Say what the switch's new position means beside it."""
+        self._say_switch(event.switch)
+
+    def _say_switch(self, switch: Switch) -> None:
+        key = (switch.id or "").removeprefix("f-")
+        words = SWITCH_WORDS.get(key)
+        if words is not None:
+            self.query_one(f"#w-{key}", Label).update(words[0] if switch.value else words[1])
 
     def spec(self) -> tuple[dict[str, Any], dict[str, str]]:
         """The spec as typed, and the fields that do not parse."""
@@ -241,6 +272,13 @@ class SpecForm(VerticalScroll):
             self.query_one(f"#f-{field.key}").set_class(bool(message), "-bad")
         self.query_one(StepsEditor).show_error(in_words(errors.get("then", "")))
 
+    def show_error_of(self, widget_id: str) -> None:
+        """Scroll so the field ``widget_id`` and the message under it are both in view."""
+        key = widget_id.removeprefix("f-")
+        target = self.query(f"#e-{key}") if key != "add-step" else self.query("#steps-error")
+        widget = target.first() if target else self.query_one(f"#{widget_id}")
+        self.scroll_to_widget(widget, animate=False)
+
     def set_tao(self, on: bool) -> None:
         """A TAO job (``[tao]``, the composer's TAO form): its command and experiment spec are
         TAO's, so their fields are hidden, and an empty image means the catalogue's."""
@@ -253,9 +291,9 @@ class SpecForm(VerticalScroll):
             else:
                 self.query_one(f"#e-{key}").styles.clear_rule("display")
         image = next(f for f in FIELDS if f.key == "image")
-        self.query_one("#f-image", Input).placeholder = (
-            "empty: the TAO catalogue's image" if on else example(image)
-        )
+        words = "empty: the TAO catalogue's image" if on else example(image)
+        field = self.query_one("#f-image", FieldInput)
+        field.example = field.placeholder = words
 
     def first_error_widget(self, errors: dict[str, str]) -> str | None:
         """Id of the first field with an error (to focus it)."""

@@ -16,16 +16,22 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Label
 
+from tao_slurm_tui.widgets.field_input import FieldInput
+
 STEP_INPUTS: tuple[tuple[str, str, str, int], ...] = (
     # (spec key, placeholder, kind, line of the row)
     ("action", "action, e.g. evaluate", "text", 0),
     ("command", "command, e.g. dino evaluate -e /specs/eval.yaml", "text", 0),
-    ("num_gpus", "GPUs", "int", 1),
-    ("gpu_type", "GPU type", "text", 1),
-    ("num_nodes", "nodes", "int", 1),
-    ("time_hours", "hours", "float", 1),
+    ("num_gpus", "job", "int", 1),
+    ("gpu_type", "job", "text", 1),
+    ("num_nodes", "job", "int", 1),
+    ("time_hours", "job", "float", 1),
 )
-"""The inputs of a step row (two lines: name and command, then its own resources)."""
+"""The inputs of a step row (two lines: name and command, then its own resources, each after
+its label; empty, shown as "job": the job's)."""
+
+STEP_LABELS = {"num_gpus": "GPUs", "gpu_type": "type", "num_nodes": "nodes", "time_hours": "hours"}
+"""The word before each resource input: a value (``0``, ``0.25``) says nothing alone."""
 
 STEP_INPUT_NAMES = {
     "num_gpus": "GPUs per node",
@@ -50,6 +56,13 @@ class StepRow(Vertical):
         """Keys a loaded spec set that have no input here (kept unchanged)."""
         self.number = 0
         """The step's number in the pipeline (2 for the first follow-up action)."""
+        self.typed = False
+        """The user typed into one of its inputs (a loaded or added row is not an edit yet)."""
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """A change in the focused input is the user's typing (loading sets values too)."""
+        if event.input.has_focus:
+            self.typed = True
 
     def compose(self) -> ComposeResult:
         """Number, name, command and a remove button; then the resources."""
@@ -62,11 +75,13 @@ class StepRow(Vertical):
                 for key, placeholder, _, on_line in STEP_INPUTS:
                     if on_line != line:
                         continue
+                    if key in STEP_LABELS:
+                        yield Label(STEP_LABELS[key], classes="step-label", markup=False)
                     value = self.step.get(key)
-                    yield Input(
+                    yield FieldInput(
                         "" if value is None else str(value),
-                        placeholder=placeholder,
-                        classes=f"step-{key}",
+                        example=placeholder,
+                        classes=f"step-{key} step-input",
                         select_on_focus=False,
                         compact=True,
                         tooltip=(
@@ -126,8 +141,14 @@ class StepsEditor(Vertical):
         & .step-row { height: auto; margin-top: 1; }
         & .step-line { height: 1; }
         & .step-number, & .step-indent { width: 3; color: $text-muted; }
-        & .step-line Input { margin-right: 1; width: 1fr; background: $boost; }
+        & .step-line Input { margin-right: 1; width: 1fr; background: $panel; }
+        & .step-line Input:focus { background: $primary 25%; }
+        & .step-label { color: $text-muted; padding: 0 1 0 0; width: auto; }
         & .step-action { max-width: 20; }
+        /* Sized for 80 columns: 3 cells hold "job" (empty: the job's) or two digits. */
+        & .step-line .step-num_gpus, & .step-line .step-num_nodes { width: 3; }
+        & .step-line .step-time_hours { width: 4; margin-right: 0; }
+        & .step-line .step-gpu_type { min-width: 3; }
         & .step-remove { min-width: 10; width: 10; }
         & #steps-error { color: $error; display: none; }
         & #steps-error.-shown { display: block; }
@@ -137,6 +158,7 @@ class StepsEditor(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._serial = 0
+        self._removed = False
 
     def compose(self) -> ComposeResult:
         """A title with the add button, the rows, an error line."""
@@ -155,10 +177,16 @@ class StepsEditor(Vertical):
         """The step rows, in order."""
         return list(self.query(StepRow))
 
+    @property
+    def edited(self) -> bool:
+        """An action was typed into or removed since the steps were loaded."""
+        return self._removed or any(row.typed for row in self.rows)
+
     def load(self, steps: list[dict[str, Any]] | None) -> None:
         """Show exactly ``steps`` (a spec's ``then``), replacing the rows."""
         box = self.query_one("#step-rows", Vertical)
         box.remove_children()
+        self._removed = False
         rows = [self._row(dict(step)) for step in steps or [] if isinstance(step, dict)]
         for index, row in enumerate(rows, start=2):
             row.number = index
@@ -208,6 +236,7 @@ class StepsEditor(Vertical):
         event.stop()
         row = next((a for a in event.button.ancestors if isinstance(a, StepRow)), None)
         if row is not None:
+            self._removed = True
             await row.remove()
             self._number()
             self.post_message(self.Changed())

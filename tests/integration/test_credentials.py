@@ -241,7 +241,9 @@ async def test_bad_key_is_refused_without_echo(
 
 def _config(tmp_path: Path, profile: Profile) -> Path:
     cfg = tmp_path / "config.toml"
-    cfg.write_text(tomli_w.dumps({"profiles": {"sb": profile.model_dump(mode="json")}}))
+    cfg.write_text(
+        tomli_w.dumps({"profiles": {"sb": profile.model_dump(mode="json", exclude_none=True)}})
+    )
     return cfg
 
 

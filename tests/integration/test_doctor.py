@@ -37,7 +37,7 @@ def run_cli(tmp_path: Path, profile: Profile, *extra: str) -> tuple[int, list[di
         tomli_w.dumps(
             {
                 "default_profile": "sb",
-                "profiles": {"sb": profile.model_dump(mode="json")},
+                "profiles": {"sb": profile.model_dump(mode="json", exclude_none=True)},
             }
         )
     )
@@ -204,7 +204,9 @@ async def test_missing_input_path(sandbox_profile: Profile, tmp_path: Path) -> N
 def test_human_table_names_each_fix(sandbox_profile: Profile, tmp_path: Path) -> None:
     cfg = tmp_path / "config.toml"
     profile = sandbox_profile.model_copy(update={"partition": "nosuch"})
-    cfg.write_text(tomli_w.dumps({"profiles": {"sb": profile.model_dump(mode="json")}}))
+    cfg.write_text(
+        tomli_w.dumps({"profiles": {"sb": profile.model_dump(mode="json", exclude_none=True)}})
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "tao_slurm_tui", "--config", str(cfg), "doctor"],
         capture_output=True,

@@ -22,7 +22,7 @@ def write_config(tmp_path: Path, profile: Profile) -> str:
     data = {
         "default_profile": "sandbox",
         "poll_interval": 2.0,
-        "profiles": {"sandbox": profile.model_dump(mode="json")},
+        "profiles": {"sandbox": profile.model_dump(mode="json", exclude_none=True)},
     }
     path.write_text(tomli_w.dumps(data))
     return str(path)
@@ -53,6 +53,10 @@ def test_status_watch_logs_and_cancel(
     usage = final[0].pop("usage")
     # The finished job's usage (added key): it ran, so it has an elapsed time and no GPUs.
     assert usage["elapsed_s"] is not None and usage["gpus"] == 0 and usage["gpu_hours"] == 0
+    # The training keys (added): a job that wrote no epochs has no forecast and no KPIs.
+    runs = final[0].pop("runs")
+    assert final[0].pop("forecast") is None and final[0].pop("kpi") == {}
+    assert runs is None or (runs["forecast"] is None and runs["problem"] == "")
     assert final == [
         {
             "id": name,

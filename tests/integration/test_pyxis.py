@@ -102,7 +102,10 @@ async def ph(pyxis_profile: Profile) -> AsyncIterator[Harness]:
 
 def write_config(tmp_path: Path, profile: Profile) -> str:
     path = tmp_path / "config.toml"
-    data = {"default_profile": PROFILE, "profiles": {PROFILE: profile.model_dump(mode="json")}}
+    data = {
+        "default_profile": PROFILE,
+        "profiles": {PROFILE: profile.model_dump(mode="json", exclude_none=True)},
+    }
     path.write_text(tomli_w.dumps(data))
     return str(path)
 
@@ -172,7 +175,7 @@ async def test_creds_install_then_the_job_runs_inside_the_pulled_image(
     assert "marker-from-the-host" in out
     assert "epoch 2/2" in out
     assert "pyxis: imported docker image" in main_err(job)
-    assert job.message == "Training finished."
+    assert job.message == "Train finished successfully."  # what TAO 7.3 writes
     capsys.readouterr()
     assert await asyncio.to_thread(cli.main, ["--config", config, "logs", name]) == 0
     logs = capsys.readouterr().out
@@ -203,6 +206,23 @@ async def test_a_wrong_key_is_an_error_naming_the_key_and_the_fixed_key_works(
         job = await ph.tick_until(good, lambda j: j.status.terminal, timeout=PULL, interval=2)
     assert job.status is TaoStatus.COMPLETE, (job.status_json(), main_err(job))
     assert "TAO Toolkit sandbox image" in main_out(job)
+
+
+async def test_an_image_typo_says_image_not_found_in_the_registry(
+    ph: Harness, good_key: None
+) -> None:
+    """Pyxis says only "failed to import docker image"; the batch script asks the registry,
+    whose 404 reaches the job's message (its details, `status`, the notification): the cause
+    and the field to change, never retried."""
+    name = unique("imgtypo")
+    image = sandbox.info()["demo_image"].rsplit(":", 1)[0] + ":no-such-tag"
+    await ph.submit(name, "true", **image_job(image=image, use_sqsh=False))
+    job = await ph.tick_until(name, lambda j: j.status.terminal, timeout=PULL, interval=2)
+    assert job.status is TaoStatus.ERROR, job.status_json()
+    assert job.retries == 0 and len(job.attempts) == 1
+    assert "image not found in the registry" in job.message.lower(), job.message
+    assert "fix Image" in job.message and "no-such-tag" in job.message, job.message
+    assert "image not found in the registry" in main_err(job)
 
 
 # ----------------------------------------------------------------------------------- SQSH

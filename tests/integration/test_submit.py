@@ -349,7 +349,7 @@ def test_cli_submit_json_dry_run_and_exit_codes(
     )
     spec_file.write_text(body + f"inputs = ['{sandbox.HOME}/{unique('nope')}']\n")
     assert main(["--config", str(cfg), "submit", str(spec_file)]) == 2
-    assert "do not exist on the cluster" in capsys.readouterr().err
+    assert "1 input path does not exist on the cluster" in capsys.readouterr().err
 
     spec_file.write_text(body)
     assert main(["--config", str(cfg), "submit", str(spec_file), "--dry-run"]) == 0
@@ -390,7 +390,7 @@ async def test_a_gpu_type_lands_on_a_node_of_that_type_and_an_unknown_one_is_exp
         await submit(submitter, spec(other, gpu_type="v100"))
     text = str(refused.value)
     assert "Requested node configuration is not available" in text
-    assert "1 v100 GPU(s)" in text and "tao-slurm-tui capacity" in text
+    assert "1 v100 GPU " in text and "tao-slurm-tui capacity" in text
     assert store.get("sandbox", other) is None and live_jobs_named(other) == []
 
 

@@ -133,10 +133,11 @@ async def test_a_missing_dataset_is_refused_before_anything_is_staged(
     job = await resolved(th, catalogue, draft)
     with pytest.raises(BadInput) as refused:
         await th.submitter.submit(job)
-    assert str(refused.value).startswith(
-        "1 input path(s) do not exist on the cluster: /home/slurmtest/datasets/nope "
-        "(dataset.val_dataset.images_dir)"
+    assert (
+        "1 dataset path does not exist on the cluster: /home/slurmtest/datasets/nope "
+        "(dataset.val_dataset.images_dir); stage the data" in str(refused.value)
     )
+    assert ".." not in str(refused.value)
     assert th.store.get(PROFILE, name) is None
     assert not Path(JobPaths(sandbox.RESULTS, name).tao_spec_yaml).exists()
 

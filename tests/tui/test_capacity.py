@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
@@ -98,9 +99,11 @@ async def test_capacity_screen_shows_partitions_and_refreshes(tmp_path: Path) ->
         assert summary.startswith("21 GPUs free · you (researcher): 3 running (12 GPUs)")
         out = str(screen.query_one("#cap-out-text", Static).render())
         assert "gpu-a04 drained: Xid 79" in out
-        count = capacity_refreshes(world)
+        count, last = capacity_refreshes(world), backend.capacities.report
         await pilot.press("r")
         await wait_for(pilot, lambda: capacity_refreshes(world) == count + 1, "one more refresh")
+        # Its answer read too: a press while it is on its way joins it instead of asking again.
+        await wait_for(pilot, lambda: backend.capacities.report is not last, "the new report")
         world.fail("scontrol")  # slurmctld stops answering
         await pilot.press("r")
         await wait_for(pilot, lambda: screen.view.summary.has_class("-error"), "the error")
@@ -165,7 +168,7 @@ async def _composer(pilot: Pilot[Any], **over: Any) -> ComposerScreen:
 async def test_composer_estimate_and_debounced_refresh(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await _composer(pilot, num_gpus=8)
+        screen = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         backend = app.backend
         assert isinstance(backend, ClusterBackend)
         world = backend.access.world  # type: ignore[attr-defined]
@@ -201,7 +204,7 @@ async def test_composer_block_hint_on_first_open_shares_the_capacity_cache(
     app = make_app(backend, settings=Settings(poll_interval=3600), clock=frozen, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         assert capacity_refreshes(world) == 0
-        screen = await _composer(pilot, num_gpus=8)
+        screen = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         hint = "The largest free block is 4 GPUs (gpu-a01); 8 GPUs per node waits."
         await wait_for(pilot, lambda: hint in str(screen.estimate.render()), "the block hint")
         assert capacity_refreshes(world) == 1
@@ -221,7 +224,7 @@ async def test_composer_block_hint_on_first_open_shares_the_capacity_cache(
         await pilot.press("escape")
         await shown(pilot, QueueScreen)
         world.advance(CAPACITY_MAX_AGE + 1)  # the report is stale now
-        again = await _composer(pilot, num_gpus=8)
+        again = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         await wait_for(pilot, lambda: hint in str(again.estimate.render()), "the hint again")
         assert capacity_refreshes(world) == 3
 
@@ -285,8 +288,27 @@ def test_snapshot_overview_large_failure_highlighted(snap_compare: Any, tmp_path
 
 def test_snapshot_composer_estimate(snap_compare: Any, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
-        screen = await _composer(pilot, num_gpus=8)
+        screen = await _composer(pilot, num_gpus=8, cpus_per_task=8)
         field = screen.query_one("#f-name", Input)
         await wait_for(pilot, lambda: field.has_focus, "the focused name field")
 
     assert snap_compare(_app(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_gpus_table_keeps_its_last_column_at_120(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """At 120 columns the Pending column fell off the GPUs table (issue 26); at 80 the table
+    scrolls, with the partition and its free GPUs first."""
+    app = _app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        screen = await _capacity(pilot)
+        table = screen.view.table
+        await settle(pilot)
+        widths = {key.value: c.get_render_width(table) for key, c in table.columns.items()}
+        room = table.scrollable_content_region.width
+        if size[0] >= 120:
+            assert sum(widths.values()) <= room, widths
+        else:
+            assert widths["partition"] + widths["free"] <= room

@@ -266,7 +266,9 @@ async def test_failing_submit_shows_slurms_message_and_keeps_the_form(
         composer = await open_composer_with_demo(pilot)
         await retype(pilot, "f-name", name)
         await retype(pilot, "f-command", f"{train()} --epochs 2 --seconds 1")
-        await retype(pilot, "f-partition", "nosuch")
+        # An account SLURM does not know (associations are enforced): only sbatch can say it.
+        # (A partition the cluster lacks is refused in the form now, before anything is staged.)
+        await retype(pilot, "f-account", "nosuch-account")
         await wait_for(pilot, lambda: composer.errors == {}, "a form valid offline")
         typed = form_values(composer)
         await pilot.press("ctrl+s")
@@ -277,10 +279,8 @@ async def test_failing_submit_shows_slurms_message_and_keeps_the_form(
         )
         assert app.screen is composer
         shown = str(composer.stages.render())
-        assert "invalid partition" in shown.lower(), shown
-        assert any(
-            "invalid partition" in n.message.lower() and n.severity == "error" for n in notes
-        )
+        assert "invalid account" in shown.lower(), shown
+        assert any("invalid account" in n.message.lower() and n.severity == "error" for n in notes)
         assert form_values(composer) == typed
         assert not composer.submit_button.disabled
         assert name not in {job.id for job in app.backend.jobs() if job.submitted}
@@ -316,7 +316,7 @@ async def test_composer_block_hint_without_opening_the_gpus_screen(
         else:
             kind = block.kind or "gpu"
             assert (
-                f"1 node x 1 GPUs fits a free block now ({block.node}: {block.gpus} {kind} free)."
+                f"1 node x 1 GPU fits a free block now ({block.node}: {block.gpus} {kind} free)."
                 in text
             )
     await app.backend.close()

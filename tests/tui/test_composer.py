@@ -32,12 +32,19 @@ GOOD = {
 }
 
 
-async def _open(pilot: Any, spec: dict[str, Any] | None = None) -> ComposerScreen:
-    """Open the composer over the queue; return it with its limits and first preview in."""
+async def _open(
+    pilot: Any, spec: dict[str, Any] | None = None, *, delay: float | None = None
+) -> ComposerScreen:
+    """Open the composer over the queue; return it with its limits and first preview in.
+
+    ``delay``: its debounce (estimate, path checks) from the start (3600: none ever runs).
+    """
     app = pilot.app
     await shown(pilot, QueueScreen)
     await settle(pilot)
     screen = ComposerScreen(app.ctx, dict(spec) if spec else None)
+    if delay is not None:
+        screen.estimate_delay = delay
     await app.push_screen(screen)
     await settle(pilot)  # the partitions' limits
     await wait_for(pilot, lambda: screen.limits, "the partitions' limits")
@@ -154,7 +161,7 @@ async def test_submit_with_errors_is_refused_locally(fake: ClusterBackend) -> No
         screen = await _open(pilot)  # the defaults: no command yet
         await pilot.press("ctrl+s")
         await wait_for(
-            pilot, lambda: any("Fix the fields" in n.message for n in notes), "the refusal"
+            pilot, lambda: any("Fix 2 fields first" in n.message for n in notes), "the refusal"
         )
         await settle(pilot)
         assert app.screen is screen

@@ -161,3 +161,27 @@ async def test_a_failed_poll_keeps_the_toast_and_the_notice_of_the_last_answer(
         world.heal()
         screen.poll(manual=True)
         await wait_for(pilot, lambda: not _notice(screen).display, "the notice to go")
+
+
+async def test_a_job_name_holding_the_history_marker_is_no_poll_warning(
+    fake: ClusterBackend, world: World
+) -> None:
+    """Issue 26: for minutes the queue and `status` said "squeue/sacct printed a line that is
+    not a job row ('@@tao-history:page count=0 more=0')". Not two commands' output crossing
+    (each command on the long-lived shell is framed by its own nonce; the history runs on its
+    own exec channel): the poll printed each job's NAME last on its line, and a job of the
+    same user (the sandbox's hostile-name tests: scontrol update JobName=...) carried a
+    newline and the history's marker line in its name. Every poll listed it until it left
+    the queue. The poll asks for no name since "Poll and history: a job name cannot forge a
+    row"; this fails on the poll before it (warning above) and passes after."""
+    await fake.refresh()
+    assert fake.poll_warning == ""
+    with world.edit() as state:
+        job = next(
+            j
+            for j in state["jobs"].values()
+            if j["state"] in ("RUNNING", "PENDING") and j["user"] == world.user
+        )
+        job["name"] = "evil\n@@tao-history:page count=0 more=0"
+    await fake.refresh()
+    assert fake.poll_warning == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets.data_table import ColumnKey
 
 from tao_slurm_tui.core.models import TaoStatus
@@ -15,7 +16,7 @@ from tao_slurm_tui.services.cluster import ClusterBackend
 from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import build_app
-from tests.tui.waits import settle, shown, wait_for
+from tests.tui.waits import record_notifications, settle, shown, wait_for
 
 SMALL = (80, 24)
 WIDE = (160, 45)
@@ -63,8 +64,9 @@ async def test_status_words_are_never_cut_at_160_columns(
             screen.poll()  # not .wait(): a poll the follow-up armed may take its place
             await settle(pilot)
         await settle(pilot)
-        cells = screen.table.get_row("dino-train-1")
-        assert cells[1].plain == "Complete" and cells[2].plain == "COMPLETED"
+        cell = screen.table.get_cell
+        assert cell("dino-train-1", "status").plain == "Complete"
+        assert cell("dino-train-1", "state").plain == "COMPLETED"
         for key, word in (("status", "Complete"), ("state", "COMPLETED")):
             column = screen.table.columns[ColumnKey(key)]
             assert column.get_render_width(screen.table) >= len(word) + 2  # + cell padding
@@ -98,13 +100,34 @@ async def test_vim_and_home_end_keys_move_the_cursor(fake: ClusterBackend) -> No
         await wait_for(pilot, lambda: table.cursor_row == 0, "home -> row 0")
 
 
-async def test_y_copies_the_job_id(fake: ClusterBackend) -> None:
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_y_copies_the_slurm_id(fake: ClusterBackend, size: tuple[int, int]) -> None:
+    """What scontrol, sacct and seff take (it copied the name, issue 26)."""
     app = build_app(fake)
-    async with app.run_test(size=SMALL) as pilot:
+    async with app.run_test(size=size) as pilot:
         screen = await _queue(pilot)
         await pilot.press("j", "y")
-        await wait_for(pilot, lambda: app.clipboard == "yolo-finetune", "the id copied")
         assert screen.table.cursor_job_id == "yolo-finetune"
+        job = next(j for j in fake.jobs() if j.id == "yolo-finetune")
+        assert job.slurm_job_id.isdigit()
+        await wait_for(pilot, lambda: app.clipboard == job.slurm_job_id, "the SLURM id copied")
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_q_asks_before_quitting_so_two_presses_from_the_logs_stay(
+    fake: ClusterBackend, size: tuple[int, int]
+) -> None:
+    """``q`` is "back" in the logs: a second press used to leave the app."""
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        await _logs(pilot)
+        await pilot.press("q", "q")
+        await shown(pilot, ConfirmModal)
+        await pilot.press("n")
+        await shown(pilot, QueueScreen)
+        assert app.is_running
+        await pilot.press("q", "y")
+        await wait_for(pilot, lambda: not app.is_running, "the app quit after a yes")
 
 
 async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBackend) -> None:
@@ -118,7 +141,7 @@ async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBa
         await wait_for(pilot, lambda: table.sort_column == "id", "sorted by job")
         await wait_for(pilot, lambda: "sort Job ↑" in str(table.border_subtitle), "the subtitle")
         assert str(table.columns[ColumnKey("id")].label) == "Job ↑"
-        await pilot.press(*"s" * 9)  # Retry: a header as wide as its column, arrow shown whole
+        await pilot.press(*"s" * 6)  # Retry: a header as wide as its column, arrow shown whole
         await wait_for(pilot, lambda: table.sort_column == "retries", "sorted by retry")
         assert table.columns[ColumnKey("retries")].width >= len("Retry ↑")
         table.sort_by("id")
@@ -129,6 +152,28 @@ async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBa
         await wait_for(
             pilot, lambda: "finished hidden" in str(table.border_subtitle), "finished hidden"
         )
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_cycling_the_sort_gives_the_columns_back_and_shift_s_reverses(
+    fake: ClusterBackend, size: tuple[int, int]
+) -> None:
+    """Back at "submitted", every column was ~2 cells wider for good (the sort arrow's); and
+    each press stacked a toast saying what the subtitle says."""
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        notes = record_notifications(app)
+        table = screen.table
+        before = {key: column.width for key, column in table.columns.items()}
+        await pilot.press(*"s" * (len(table.columns) + 1))  # every column, then submitted
+        await wait_for(pilot, lambda: table.sort_column == "created", "back at submitted")
+        await settle(pilot)
+        assert {key: column.width for key, column in table.columns.items()} == before
+        assert not notes  # the subtitle says it: no toast per press
+        await pilot.press("s", "S")
+        await wait_for(pilot, lambda: "sort Job ↓" in str(table.border_subtitle), "reversed")
+        assert table.columns[ColumnKey("id")].width >= len("Job ↓")
 
 
 async def test_details_c_and_l_act_on_the_highlighted_row_after_filter_and_sort(
@@ -332,3 +377,83 @@ async def test_the_chosen_theme_is_saved(fake: ClusterBackend, tmp_path: Any) ->
         app.theme = "tao-light"  # what the palette's "Change theme" does
         await wait_for(pilot, lambda: config.path.exists(), "the config written")
     assert load_settings(config.path).theme == "tao-light"
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_finished_hidden_and_the_sort_are_kept_for_the_next_start(
+    fake: ClusterBackend, tmp_path: Any, size: tuple[int, int]
+) -> None:
+    from tao_slurm_tui.app import make_app
+    from tao_slurm_tui.config import Config, load_settings
+
+    config = Config.load(tmp_path / "config.toml")
+    app = make_app(fake, settings=config.settings, save_settings=lambda _s: config.save())
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        await pilot.press("f", "s", "s", "S")  # finished hidden; sorted by Status, descending
+        await wait_for(pilot, lambda: "sort Status ↓" in str(screen.table.border_subtitle))
+    kept = load_settings(config.path)
+    assert (kept.show_finished, kept.queue_sort) == (False, "-status")
+    again = make_app(fake, settings=kept, save_settings=lambda _s: None)
+    async with again.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        subtitle = str(screen.table.border_subtitle)
+        assert "sort Status ↓" in subtitle and "finished hidden" in subtitle
+        assert not screen.show_finished and screen.table.sort_column == "status"
+
+
+# ---------------------------------------------------------------------- queue layout (issue 26)
+def _in_view(table: JobTable, key: str) -> bool:
+    """The column is whole on screen with the table scrolled to its left edge."""
+    x = 0
+    for column_key, column in table.columns.items():
+        width = column.get_render_width(table)
+        if column_key == ColumnKey(key):
+            return x + width <= table.scrollable_content_region.width
+        x += width
+    raise AssertionError(f"no column {key}")
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_the_columns_a_researcher_reads_come_first(
+    fake: ClusterBackend, world: World, size: tuple[int, int]
+) -> None:
+    """Progress and Pending reason fell off at 120 columns and took ~50 presses of → at 80,
+    behind Part. and NxG; a long name (or a pipeline's row) widened the Job column for good."""
+    from tao_slurm_tui.services.fakecluster import seed
+
+    long_name = "dino-train-coco-2017-full-res-lr3e-4-bs64"
+    job = seed.Seeded(long_name, TaoStatus.PENDING, [seed.Run(1098, "PENDING", reason="Priority")])
+    seed.add_job(world, fake.store, "fake", job, seed.FROZEN_TIME + 10)
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        table = screen.table
+        await wait_for(pilot, lambda: long_name in table.jobs, "the long-named job")
+        wanted = ["id", "status", "progress"] + (["reason", "time"] if size[0] >= 120 else [])
+        assert all(_in_view(table, key) for key in wanted), [
+            (k, _in_view(table, k)) for k in wanted
+        ]
+        keys = [key.value for key in table.columns]
+        assert keys.index("reason") < keys.index("partition") < keys.index("shape")
+        assert table.columns[ColumnKey("id")].width == 24  # not the name's 41
+        assert "dino-train-coco-2017-fu…" in app.export_screenshot()
+
+
+@pytest.mark.parametrize("size", [SMALL, (120, 36)])
+async def test_the_queue_comes_back_scrolled_to_its_left_edge(
+    fake: ClusterBackend, size: tuple[int, int]
+) -> None:
+    app = build_app(fake)
+    async with app.run_test(size=size) as pilot:
+        screen = await _queue(pilot)
+        table = screen.table
+        if table.max_scroll_x == 0:  # 120 columns: every column in view, nothing to scroll
+            assert size[0] >= 120
+            return
+        await pilot.press(*["right"] * 30)
+        await wait_for(pilot, lambda: table.scroll_x > 0, "scrolled right")
+        await pilot.press("question_mark")
+        await pilot.press("escape")
+        await shown(pilot, QueueScreen)
+        await wait_for(pilot, lambda: table.scroll_x == 0, "back at the left edge")

@@ -142,7 +142,7 @@ async def test_a_typo_is_named_with_its_line_and_nothing_is_submitted(
         await wait_for(pilot, lambda: "tao" in screen.errors, "the job refused")
         await pilot.press("ctrl+s")
         await settle(pilot)
-        assert any("Fix the fields" in note.message for note in notes)
+        assert any(note.message.startswith("Fix 1 field first") for note in notes)
         assert _editor(screen).has_focus
         assert not submits(world)
         # A wrong type names the full key too; fixed, the job is whole again.
@@ -216,6 +216,9 @@ async def test_a_tao_pipeline_opens_and_saves_as_written(fake: ClusterBackend) -
         steps = screen.current_spec()["then"]
         assert [step["action"] for step in steps] == ["evaluate", "export"]
         assert not any(step.get("command") for step in steps)  # TAO's, not typed
-        # Each step runs its action in the catalogue's way; the preview shows every step.
-        assert "classification_pyt evaluate -e" in screen.preview.text
+        # Each step runs its action in the catalogue's way; the preview shows every step (it
+        # is redrawn after the resolution, debounced).
+        await wait_for(
+            pilot, lambda: "classification_pyt evaluate -e" in screen.preview.text, "the preview"
+        )
         assert "classification_pyt export -e" in screen.preview.text

@@ -287,3 +287,24 @@ async def test_the_doctor_says_how_it_got_in_and_what_one_code_per_session_means
     )
     assert "an ssh-agent does not avoid it" in login.detail
     assert "with the dashboard open" in login.detail
+
+
+async def test_keyboard_interactive_is_not_retried_when_the_server_sends_no_challenge() -> None:
+    """An sshd with keyboard-interactive on and no PAM ends each try at once: asyncssh asked
+    again and again until "too many authentication failures", and the password was never
+    offered (the tcsh site's key install failed so). A try with a challenge may be retried."""
+    from tao_slurm_tui.remote.login import LoginClient
+    from tao_slurm_tui.remote.prompts import Answering
+
+    silent = LoginClient(lambda exc: None, Answering("h", "u", None, password="pw"))
+    assert silent.kbdint_auth_requested() == ""
+    assert silent.kbdint_auth_requested() is None
+
+    asked = LoginClient(lambda exc: None, Answering("h", "u", None, password="pw"))
+    assert asked.kbdint_auth_requested() == ""
+    assert await asked.kbdint_challenge_received("", "", "", [("Password: ", False)]) == ["pw"]
+    assert asked.kbdint_auth_requested() == ""
+    assert asked.kbdint_auth_requested() is None
+
+    nobody = LoginClient(lambda exc: None, None)
+    assert nobody.kbdint_auth_requested() is None

@@ -25,10 +25,7 @@ REASON = "Long because:"
 # resolve step and the submit phases; h-fakeremote: the fake remote replacing the fake back
 # end). The lead deletes each line when its branch merges; an entry that is no longer needed
 # fails test_the_allow_list_holds_only_what_still_needs_it, so none outlives its reason.
-# services/cluster.py: issue 24's bad-day notices (services/site_notices.py) merged with issues
-# 21/23/26 growing the back end at once; it goes back under the limit by moving a whole job out
-# (e.g. the TensorBoard/run reads) once those branches have landed.
-ALLOWED_WHILE_OTHERS_WORK: frozenset[str] = frozenset({"services/cluster.py"})
+ALLOWED_WHILE_OTHERS_WORK: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -318,7 +318,10 @@ def test_pyxis_launch() -> None:
 
 
 def test_pyxis_mounts_the_base_dir_when_not_covered() -> None:
+    # No /lustre by default where the results root is not on it: the results dir alone.
     argv = srun_argv(render(base="/home/me/tao"))
+    assert "--container-mounts=/home/me/tao" in argv
+    argv = srun_argv(render(make_spec(container_mounts=["/lustre"]), base="/home/me/tao"))
     assert "--container-mounts=/lustre,/home/me/tao" in argv
     argv = srun_argv(render(make_spec(container_mounts=["/lustre:/data"])))
     assert f"--container-mounts=/lustre:/data,{BASE}" in argv

@@ -58,7 +58,7 @@ def test_render_without_a_config_uses_the_platform_defaults(
     out = capsys.readouterr().out
     # Pyxis by default: the registry part before '#', and the refused-key check for it.
     assert "--container-image=tao-registry.internal:5000#nvidia/tao/tao-toolkit:sandbox" in out
-    assert "tao_pull_auth_check tao-registry.internal:5000" in out
+    assert "tao_pull_check tao-registry.internal:5000 nvidia/tao/tao-toolkit" in out
 
 
 def test_bad_spec_exits_2_naming_the_field(

@@ -14,6 +14,7 @@ from tao_slurm_tui.core.retry import (
     NEVER_RETRY_PATTERNS,
     NGC_KEY_REFUSED,
     NGC_KEY_REFUSED_REASON,
+    RUNTIME_CAUSES,
     LogPattern,
     bash_infra_check,
     classify,
@@ -62,9 +63,14 @@ def test_never_retry_samples_win_over_infra_signs(family: str, sample: str) -> N
     decision = classify("FAILED", lines, 0)
     assert not decision.retry
     assert decision.family == family
+    causes = {cause.family: cause for cause in RUNTIME_CAUSES}
     if family == NGC_KEY_REFUSED:
         assert decision.reason == NGC_KEY_REFUSED_REASON
         assert "NGC key" in decision.reason and "set-up" in decision.reason
+    elif family in causes:
+        # The container runtime's failures say their cause and the field to change.
+        assert decision.reason == causes[family].reason(sample.strip())
+        assert decision.field == causes[family].field
     else:
         assert "program error" in decision.reason
 

@@ -54,7 +54,7 @@ def test_platform_defaults() -> None:
     assert spec.timeout_hours == 3.8
     assert spec.partition == ""
     assert spec.account == ""
-    assert spec.container_mounts == ["/lustre"]
+    assert spec.container_mounts == []  # left out: the profile's (test_cluster_rules)
     assert spec.use_requeue is True
     assert spec.use_sqsh is True
     assert spec.inputs == [] and spec.env == {} and spec.specs == {}

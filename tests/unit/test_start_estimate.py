@@ -171,3 +171,19 @@ def test_typed_block_hint_uses_that_types_block() -> None:
     assert any_type.block.startswith("1 node x 4 GPUs fits a free block now (gpu01: 8 a100")
     none = start_estimate_of(est, Request("batch", 1, 1, 3600, "h100"), report)
     assert none.block == "No node has a free h100 GPU right now."
+
+
+def test_a_refused_request_gets_no_free_block_hint() -> None:
+    """The issue's estimate box said "cannot start: More processors requested than permitted"
+    and "1 node x 4 GPUs fits a free block now" at once."""
+    from tao_slurm_tui.core.capacity import parse_capacity_output
+    from tao_slurm_tui.core.capacity_report import build_report
+    from tao_slurm_tui.core.start_estimate import Estimate, Request, start_estimate_of
+    from tests.capacity_data import GOLDEN
+
+    report = build_report(parse_capacity_output((GOLDEN / "synthetic.txt").read_text()))
+    why = "More processors requested than permitted"
+    refused = [Estimate(Variant("as_is", "as is"), error=why)]
+    estimate = start_estimate_of(refused, Request("batch", 1, 4, 3600), report)
+    assert estimate.headline == "cannot start: More processors requested than permitted"
+    assert estimate.block == ""

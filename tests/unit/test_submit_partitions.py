@@ -97,8 +97,8 @@ def test_the_backend_forgets_the_limits_of_the_old_host(tmp_path: Path) -> None:
 
     old = Profile(hostnames=["old-login"], user="ana", partition="batch")
     new = old.model_copy(update={"hostnames": ["new-login"]})
-    partitions._write(old, {"batch": 2 * 86400})
-    partitions._write(new, {"batch": 3600})
+    partitions._write(old, {"batch": 2 * 86400}, {})
+    partitions._write(new, {"batch": 3600}, {})
     config = Config(tmp_path / "config.toml", Settings(profiles={"work": old}))
     backend = ClusterBackend(config, "work", store=JobStore(tmp_path / "state.db"))
     draft = SpecDraft({**backend.default_spec(), "name": "j", "command": "true", "time_hours": 2})

@@ -131,9 +131,10 @@ def _depth(tree: Any) -> int:
 # ----------------------------------------------------------------------------------- profile
 
 
-PROFILE_DEFAULTS = ("time_hours", "timeout_hours", "use_requeue")
+PROFILE_DEFAULTS = ("time_hours", "timeout_hours", "use_requeue", "container_mounts")
 """Spec fields whose default comes from the profile (and so from ``SLURM_TIME_HOURS``,
-``SLURM_TIMEOUT_HOURS``, ``SLURM_USE_REQUEUE``) when the spec leaves them out."""
+``SLURM_TIMEOUT_HOURS``, ``SLURM_USE_REQUEUE``; the mounts from its results root) when the
+spec leaves them out."""
 
 
 def with_profile_defaults(table: Mapping[str, Any], profile: Profile) -> dict[str, Any]:
@@ -144,6 +145,7 @@ def with_profile_defaults(table: Mapping[str, Any], profile: Profile) -> dict[st
     """
     out = dict(table)
     out.setdefault("use_requeue", profile.use_requeue)
+    out.setdefault("container_mounts", profile.default_mounts)
     if "time_hours" not in out:
         out["time_hours"] = profile.time_hours
         if "timeout_hours" not in out:
@@ -168,7 +170,7 @@ def default_spec(profile: Profile, *, name: str = "") -> dict[str, Any]:
         "timeout_hours": profile.timeout_hours,
         "partition": profile.partitions[0] if profile.partitions else "",
         "account": profile.account,
-        "container_mounts": ["/lustre"],
+        "container_mounts": profile.default_mounts,
         "use_requeue": profile.use_requeue,
         "use_sqsh": True,
         "inputs": [],

@@ -1,7 +1,8 @@
 """The job spec's schema (``SPEC.toml``): the pydantic models of a job and its ``[[then]]`` steps.
 
 Defaults are the platform's (1 node, 4 GPUs per node, 16 CPUs per task, 4 h wall time, 3.8 h
-timeout, ``/lustre`` mounted, requeue on, SQSH on). Unknown keys are errors, never ignored.
+timeout, requeue on, SQSH on); the mounts a spec leaves out are the profile's. Unknown keys
+are errors, never ignored.
 Every field rule here looks at one value (or, for the timeout, the wall time beside it); the
 rules that need more -- the profile, the partitions' limits, the jobs already submitted, a step
 merged with its parent -- live in :mod:`tao_slurm_tui.core.spec.resolver`, which is the one way
@@ -266,8 +267,9 @@ class JobSpec(_Resources):
     """Partition or comma list; empty: the profile's."""
     account: str = ""
     """``--account``; empty: the profile's (or none)."""
-    container_mounts: list[str] = Field(default_factory=lambda: ["/lustre"])
-    """Pyxis mounts, ``/src`` or ``/src:/dst[:flags]``."""
+    container_mounts: list[str] = Field(default_factory=list)
+    """Pyxis mounts, ``/src`` or ``/src:/dst[:flags]``; left out: the profile's
+    (:attr:`~tao_slurm_tui.core.profile.Profile.default_mounts`)."""
     use_requeue: bool = True
     """``#SBATCH --requeue`` and requeue on timeout or infrastructure failure."""
     use_sqsh: bool = True

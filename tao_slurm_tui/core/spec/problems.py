@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from tao_slurm_tui.core.spec.model import FIELDS, STEP_FIELDS
+from tao_slurm_tui.errors import BadInput
 
 ProblemForm = Literal["phrase", "located", "sentence"]
 """How a problem's text reads (see the module's docstring)."""
@@ -53,6 +54,16 @@ class Problem:
         if self.form == "located":
             return f"{source}: {self.text}"
         return f"{source}: field '{self.field}' {self.text}"
+
+
+class Refused(BadInput):
+    """Bad input that belongs to fields of the spec: the sentence, and the problems by field
+    (a form marks them; found after resolving, by what only the cluster can say)."""
+
+    def __init__(self, problems: Sequence[Problem], source: str) -> None:
+        super().__init__(one_sentence(problems, source))
+        self.problems = tuple(problems)
+        """What to fix, field by field."""
 
 
 def by_field(problems: Iterable[Problem]) -> dict[str, str]:

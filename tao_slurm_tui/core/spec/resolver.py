@@ -43,6 +43,7 @@ from tao_slurm_tui.core.spec.model import DEFAULT_IMAGE, JobSpec, step_data
 from tao_slurm_tui.core.spec.problems import (
     SCHEMA,
     Problem,
+    Refused,
     by_field,
     first_field_problem,
     one_sentence,
@@ -139,10 +140,10 @@ class Resolution:
         """The resolved job.
 
         Raises:
-            BadInput: the draft has problems (:meth:`sentence`).
+            Refused: the draft has problems (:meth:`sentence`, and the problems by field).
         """
         if self.job is None:
-            raise BadInput(self.sentence())
+            raise Refused(self.problems, self.source)
         return self.job
 
 

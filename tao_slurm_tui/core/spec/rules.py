@@ -18,11 +18,12 @@ Where the coming checks plug in (see docs/ARCHITECTURE.md, "Resolving a spec"):
   :attr:`SpecDraft.base_dir`, merges ``[tao.spec]`` and reports the experiment spec's problems
   under ``tao``. The catalogue comes in :attr:`ResolveContext.tao`; the schema keeps the
   ``tao`` table (:class:`~tao_slurm_tui.core.spec.model.TaoJob`) in the stored spec.
-* **Cluster checks** (issue 26: the partition exists, CPUs and memory fit its largest node,
-  mount sources exist) are :class:`Rule` values appended to :data:`RULES`, reading facts a
-  service gathered in one round trip before resolving (a new :class:`ResolveContext` field,
-  None while unknown: a rule without its facts stays silent, as the GPU-type rule does without a
-  capacity report). A rule that needs the resource shape reads ``subject.plan``.
+* **Cluster checks** (:mod:`tao_slurm_tui.core.spec.cluster_rules`: the partition exists, the
+  GPUs, CPUs and memory asked of one node fit a node of the partition, mount sources, inputs
+  and the experiment spec's paths exist) read facts a service gathered in one round trip
+  (:attr:`ResolveContext.partitions`, :attr:`ResolveContext.paths`; None while unknown: a rule
+  without its facts stays silent, as the GPU-type rule does without a capacity report). The
+  ones that need the resource shape read ``subject.plan``.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ from types import MappingProxyType
 from typing import Any
 
 from tao_slurm_tui.core.capacity_report import CapacityReport, gpu_type_problem
+from tao_slurm_tui.core.cluster_facts import Partitions
 from tao_slurm_tui.core.launch import LaunchPlan
 from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.partitions import PartitionLimits, check_wall_time, split_partitions
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.spec import cluster_rules
 from tao_slurm_tui.core.spec.draft import SpecDraft
 from tao_slurm_tui.core.spec.model import JobSpec
 from tao_slurm_tui.core.spec.problems import Problem
@@ -58,6 +61,12 @@ class ResolveContext:
     """The profile's name, for the sentence about a name already taken."""
     capacity: CapacityReport | None = None
     """The cluster's capacity while fresh (None: GPU types are not checked)."""
+    partitions: Partitions | None = None
+    """The cluster's partitions with the shapes of their nodes (None: unknown; partitions and
+    node sizes are not checked)."""
+    paths: Mapping[str, bool] | None = None
+    """Cluster paths known to exist (True) or not (False); a path missing from it is not
+    checked (None: nothing known)."""
     tao: TaoContext | None = None
     """The profile's TAO catalogue and schemas (None: not loaded; a ``[tao]`` table then
     cannot be resolved and says so)."""
@@ -160,18 +169,77 @@ def name_taken(record: JobRecord, profile_name: str) -> str:
     )
 
 
+def partition_known(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """The step's partitions exist on the cluster."""
+    return cluster_rules.partition_problem(subject.spec, profile, context.partitions)
+
+
+def node_gpus(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """A node of the partition has the GPUs the step asks of one node."""
+    return cluster_rules.node_gpus_problem(subject.spec, subject.plan, profile, context.partitions)
+
+
+def node_cpus(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """Such a node has the CPUs the step asks of it."""
+    return cluster_rules.node_cpus_problem(subject.spec, subject.plan, profile, context.partitions)
+
+
+def node_memory(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """Such a node has the memory SLURM gives the step."""
+    return cluster_rules.node_memory_problem(
+        subject.spec, subject.plan, profile, context.partitions
+    )
+
+
+def mounts_exist(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """The mount sources exist on the cluster."""
+    return cluster_rules.mounts_problem(subject.spec, profile, context.paths)
+
+
+def inputs_exist(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """The input paths exist on the cluster."""
+    return cluster_rules.inputs_problem(subject.spec, context.paths)
+
+
+def spec_paths_exist(subject: Subject, profile: Profile, context: ResolveContext) -> str:
+    """The cluster paths in the experiment spec exist."""
+    return cluster_rules.spec_paths_problem(subject.spec, context.paths)
+
+
+_SHAPE = frozenset({"partition", "num_nodes", "num_gpus", "gpu_type", "cpus_per_task"})
+
+PATH_RULES: tuple[Rule, ...] = (
+    Rule("mount sources", "container_mounts", frozenset({"container_mounts"}), mounts_exist),
+    Rule("inputs", "inputs", frozenset({"inputs"}), inputs_exist),
+    Rule("spec paths", "specs", frozenset({"specs"}), spec_paths_exist),
+)
+"""The rules on the cluster's file system (the submission's check phase runs them too)."""
+
+
 def checkpoints_fit(subject: Subject, profile: Profile, context: ResolveContext) -> str:
     """A TAO training's checkpoint interval fits in one slice, by a similar run's epochs."""
     return checkpoint_problem(subject.spec, subject.plan, context.similar_runs)
 
 
 RULES: tuple[Rule, ...] = (
+    Rule("partition", "partition", frozenset({"partition"}), partition_known),
     Rule("wall time", "time_hours", frozenset({"time_hours", "partition"}), wall_time),
     Rule("GPU type", "gpu_type", frozenset({"gpu_type", "partition"}), gpu_type),
+    Rule("node GPUs", "num_gpus", _SHAPE, node_gpus),
+    Rule("node CPUs", "cpus_per_task", _SHAPE, node_cpus),
+    Rule("node memory", "cpus_per_task", _SHAPE, node_memory),
+    *PATH_RULES,
     Rule("name free", "name", frozenset({"name"}), name_free),
     Rule("checkpoints fit a slice", "tao", frozenset({"tao", "timeout_hours"}), checkpoints_fit),
 )
 """Every rule beyond the schema, in the order their problems are listed."""
+
+
+def path_problems(subject: Subject, profile: Profile, exists: Mapping[str, bool]) -> list[Problem]:
+    """What :data:`PATH_RULES` say of ``subject`` given which paths exist (the submission's
+    check phase: the same words as the form's)."""
+    context = ResolveContext(paths=exists)
+    return [p for rule in PATH_RULES if (p := rule.run(subject, profile, context))]
 
 
 DraftStage = Callable[

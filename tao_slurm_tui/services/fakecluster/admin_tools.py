@@ -120,7 +120,8 @@ def scontrol(state: State, argv: list[str]) -> int:
 
 
 def sinfo(state: State, argv: list[str]) -> int:
-    """``sinfo -h -o '%P|%l'`` and ``sinfo -h -p P -o %n``."""
+    """``sinfo -h -o '%P|%l'``, ``sinfo -h -o '%P|%c|%m|%G|%D'`` (one line per partition and
+    node shape) and ``sinfo -h -p P -o %n``."""
     fmt, only = "%P %l", ""
     for flag, value in flags(argv, {"-o", "-p", "--format", "--partition"}):
         if flag in ("-o", "--format"):
@@ -136,7 +137,22 @@ def sinfo(state: State, argv: list[str]) -> int:
         if only and part["name"] != only:
             continue
         name = part["name"] + ("*" if part.get("default") else "")
-        print(fmt.replace("%P", name).replace("%l", engine.short_duration(part["max_time"])))
+        line = fmt.replace("%P", name).replace("%l", engine.short_duration(part["max_time"]))
+        if "%c" not in fmt:
+            print(line)
+            continue
+        # One line per node shape of the partition, as sinfo groups nodes alike.
+        shapes: dict[tuple[str, str, str], int] = {}
+        for node in state["nodes"]:
+            if part["name"] in node["partitions"]:
+                gres = f"gpu:{node['gpu_type']}:{node['gpus']}(S:0-1)"
+                key = (str(node["cpus"]), str(node["mem_mb"]), gres)
+                shapes[key] = shapes.get(key, 0) + 1
+        for (cpus, mem, gres), count in shapes.items():
+            print(
+                line.replace("%c", cpus).replace("%m", mem).replace("%G", gres)
+                .replace("%D", str(count))
+            )  # fmt: skip
     return 0
 
 

@@ -351,6 +351,10 @@ def _cluster_job(
     return job
 
 
+TAO_DATASET = "/home/slurmtest/datasets/classification"
+"""The TAO examples' dataset (examples/tao/classification_pyt.yaml), as on the sandbox."""
+
+
 def _write_files(world: World, jobs: list[Seeded], at: float) -> None:
     """Logs and status.json of the seeded jobs, an input, the SQSH cache, Pyxis."""
     for seeded in jobs:
@@ -374,6 +378,9 @@ def _write_files(world: World, jobs: list[Seeded], at: float) -> None:
         target = world.local(where)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+    # The dataset of examples/tao-*.toml, where the sandbox keeps it (make demo opens them).
+    for split in ("train", "val", "test"):
+        world.local(f"{TAO_DATASET}/{split}").mkdir(parents=True, exist_ok=True)
     plugin = Path(world.root) / "usr/lib/x86_64-linux-gnu/slurm/spank_pyxis.so"
     plugin.parent.mkdir(parents=True, exist_ok=True)
     plugin.write_bytes(b"\x7fELF")

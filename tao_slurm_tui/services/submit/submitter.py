@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +47,15 @@ from tao_slurm_tui.remote.connection import Connection, RemoteFiles
 from tao_slurm_tui.services.backend import ProgressCallback, SubmitStage
 from tao_slurm_tui.services.images import SqshPlan, cache_dir_for, conversion_outcome
 from tao_slurm_tui.services.locks import submit_lock
-from tao_slurm_tui.services.partitions import Limits, fetch_partition_limits
+from tao_slurm_tui.services.partitions import (
+    Facts,
+    Limits,
+    fetch_partition_limits,
+    fetch_partitions,
+)
 from tao_slurm_tui.services.store import JobStore
-from tao_slurm_tui.services.submit.check import check
-from tao_slurm_tui.services.submit.commands import meta_file
+from tao_slurm_tui.services.submit.check import Checked, check
+from tao_slurm_tui.services.submit.commands import check_paths_command, meta_file, parse_missing
 from tao_slurm_tui.services.submit.image import (
     image_at_start,
     launch_extras,
@@ -131,6 +136,30 @@ class Submitter:
         """MaxTime of the cluster's partitions (cached per cluster; packaged list offline)."""
         return await fetch_partition_limits(self.conn, self.profile, refresh=refresh)
 
+    async def partitions(self, *, refresh: bool = False) -> tuple[Limits, Facts | None]:
+        """MaxTime of the cluster's partitions and their node shapes (one round trip, cached
+        per cluster; offline the cache's, or the packaged limits and no facts)."""
+        return await fetch_partitions(self.conn, self.profile, refresh=refresh)
+
+    async def check_paths(self, paths: Sequence[str]) -> dict[str, bool]:
+        """Whether each cluster path exists (one ``test -e`` round trip).
+
+        Raises:
+            OperationFailed: the cluster could not be asked (or did not answer).
+        """
+        if not paths:
+            return {}
+        try:
+            result = await self.conn.run(
+                check_paths_command(paths), timeout=self.profile.command_timeout
+            )
+        except TaoError as exc:
+            raise OperationFailed(f"Could not check the paths on the cluster: {exc}") from None
+        if "NOW=" not in result.stdout:
+            raise OperationFailed("Checking the paths on the cluster was cut short; try again.")
+        missing = set(parse_missing(result.stdout))
+        return {path: path not in missing for path in paths}
+
     # ------------------------------------------------------------------ submit
 
     async def submit(
@@ -151,6 +180,15 @@ class Submitter:
                 submission could not be checked (submit again to reconcile). For a pipeline's
                 later step the sentence says which steps were submitted.
         """
+        # Every step is checked before the first is staged: a missing mount source or input
+        # of a later step must not leave the earlier ones submitted.
+        checks: dict[int, Checked] = {}
+        for step in job.steps:
+            if self._resumed(step, "") is None:
+                report = _reporter(step.name, on_progress)
+                checks[step.index] = await check(
+                    self.conn, self.store, self.profile_name, self.profile, step, report, job.source
+                )
         results: list[SubmitResult] = []
         for step in job.steps:
             after = results[-1].slurm_job_id if results else ""
@@ -159,7 +197,7 @@ class Submitter:
                 on_progress(SubmitStage.CHECKING, f"pipeline {step.pipeline_id}: {where}")
             try:
                 result = self._resumed(step, where) or await self._submit_step(
-                    step, after, dry_run, on_progress
+                    step, checks.get(step.index, Checked()), after, dry_run, on_progress
                 )
             except TaoError as exc:
                 if not results or dry_run:
@@ -173,14 +211,15 @@ class Submitter:
     async def _submit_step(
         self,
         step: ResolvedStep,
+        checked: Checked,
         after: str,
         dry_run: bool,
         on_progress: ProgressCallback | None,
     ) -> SubmitResult:
-        """One step through the phases (``after``: the previous step's SLURM id)."""
+        """One checked step through the other phases (``after``: the previous step's SLURM
+        id)."""
         clock = _Clock(time.monotonic(), time.time())
         report = _reporter(step.name, on_progress)
-        checked = await check(self.conn, self.store, self.profile_name, self.profile, step, report)
         if dry_run:
             return self._dry_run(step, after, report)
         # From here until the outcome is in the store, this process holds the job's submit
