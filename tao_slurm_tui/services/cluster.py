@@ -564,7 +564,7 @@ class ClusterBackend(TrainingViews):
         if self._share is not None:
             await self._share.close()
         if "monitor" in self.__dict__:
-            await self.monitor.site.close()  # its background fetch is never awaited by a tick
+            await self.monitor.close()  # its background calls are never awaited by a tick
         await self.conn.close()
         if "store" in self.__dict__:
             self.store.close()

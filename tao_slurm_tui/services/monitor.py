@@ -493,6 +493,12 @@ class Monitor:
         if moves.touched:
             self.jobs.reload(moves.touched)  # (and whatever was written since, next tick)
 
+    async def close(self) -> None:
+        """Stop the background calls no tick awaits (the sacct follow-up, the site's fetch),
+        while the loop and the connection still run."""
+        await self.accounting.close()
+        await self.site.close()
+
     async def cancel(self, job_id: str) -> JobRecord:
         """Cancel one job and the steps of its pipeline after it (:meth:`Canceller.cancel`)."""
         return await self.canceller.cancel(job_id)
