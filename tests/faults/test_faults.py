@@ -149,6 +149,9 @@ async def test_session_killed_during_a_log_follow(h: Harness) -> None:
 async def test_sshd_restarted(h: Harness) -> None:
     name = unique("fsshd")
     await h.submit(name, "sleep 600")
+    # The app retries a lost login host for about two minutes (1 s doubling to 60 s, 8 times)
+    # before it says the host is down; three attempts (3 s) reach the same state.
+    h.conn.reconnect_attempts = 3
     daemons.stop("sshd")
     port = local_port(h)
     daemons.kill_session(port)  # the running session goes too (a reboot of the login host)
