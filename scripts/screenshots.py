@@ -110,6 +110,7 @@ async def composer_estimate(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
 
 async def onboarding(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await pilot.press("d")
+    await _settle(app, pilot)  # the doctor's checks (slow on a loaded machine)
 
 
 async def help_screen(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
@@ -126,6 +127,11 @@ async def history_output(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
     await history(app, pilot)
     await _settle(app, pilot)
     await pilot.press("l")
+
+
+async def waiting(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
+    await pilot.press("down", "down")  # seg-large: why it waits beside its details
+    await _settle(app, pilot)
 
 
 async def pipeline(app: TaoSlurmApp, pilot: Pilot[None]) -> None:
@@ -145,6 +151,7 @@ SHOTS: dict[str, Step] = {
     "history": history,
     "history-output": history_output,
     "pipeline": pipeline,
+    "waiting": waiting,
 }
 
 

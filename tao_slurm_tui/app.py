@@ -26,9 +26,11 @@ from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.resources import styles_dir
 from tao_slurm_tui.screens.context import APP_BINDINGS, UiContext
 from tao_slurm_tui.screens.error import ErrorModal
+from tao_slurm_tui.screens.job_shell import start_job_shell
 from tao_slurm_tui.screens.palette import TaoCommands
 from tao_slurm_tui.services.backend import Backend
 from tao_slurm_tui.services.login_prompts import LoginPrompt
+from tao_slurm_tui.services.notify import Notifier
 from tao_slurm_tui.services.session import BackendFactory, backend_factory
 from tao_slurm_tui.widgets import terminal_guard
 from tao_slurm_tui.widgets.app_header import ConnectionStateChanged, SessionStatus
@@ -101,6 +103,7 @@ class TaoSlurmApp(App[None]):
         self.cursor_blink = cursor_blink
         settings = settings or Settings()
         self.ctx = UiContext(backend, settings, clock) if clock else UiContext(backend, settings)
+        self.ctx.notifier = Notifier(settings.notify, self.write_escape)
         self.backend_factory = backend_factory
         self.initial_spec = initial_spec
         self.new_profile = new_profile
@@ -222,6 +225,13 @@ class TaoSlurmApp(App[None]):
         widget = event.widget
         if not self.cursor_blink and isinstance(widget, (Input, TextArea)):
             widget.cursor_blink = False
+
+    def write_escape(self, sequence: str) -> None:
+        """Write an escape sequence (a desktop notification) to the terminal between frames:
+        through the driver, whose writer is the one thread that writes there, as Textual's own
+        ``bell`` and ``copy_to_clipboard`` do."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
 
     def notify(
         self,
@@ -345,6 +355,13 @@ class TaoSlurmApp(App[None]):
             home.pop_until_active()
             # After the screens above it are gone (pop_until_active dismisses them later).
             self.call_later(home.action_logs)
+
+    def action_shell(self) -> None:
+        """A shell inside the job selected in the queue."""
+        home = self.home
+        if home is not None:
+            home.pop_until_active()
+            self.call_later(lambda: start_job_shell(home, self.ctx, home.table.cursor_job_id))
 
     def switch_profile(self, name: str, backend: Backend | None = None) -> None:
         """Use another profile: its back end (``backend`` if one is already open, else a new

@@ -35,6 +35,7 @@ _HELP = {
     "history": "your jobs from sacct (also those not submitted here) with what they used",
     "tao": "the TAO catalogue: networks, actions, images, default experiment specs (no cluster)",
     "compare": "TAO runs side by side: the spec keys that differ, the last and best KPIs",
+    "shell": "an interactive shell inside a running job (on its node, in its Pyxis container)",
 }
 
 

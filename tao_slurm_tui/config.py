@@ -18,7 +18,7 @@ import tempfile
 import tomllib
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 import tomli_w
@@ -29,9 +29,38 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tao_slurm_tui.core.profile import NAME_RE, Profile, apply_env
 from tao_slurm_tui.errors import ConfigError
 
-__all__ = ["APP_NAME", "Config", "ConfigError", "Profile", "Settings"]
+__all__ = ["APP_NAME", "Config", "ConfigError", "NotifySettings", "Profile", "Settings"]
 
 APP_NAME = "tao-slurm-tui"
+
+
+class NotifySettings(BaseModel):
+    """Desktop notifications: which job events, and how they reach the desktop."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: Literal["auto", "always", "never"] = "auto"
+    """``auto``: on, except under CI (``CI=true``); ``always``; ``never``."""
+    via: Literal["auto", "osc9", "osc777", "osc99", "notify-send"] = "auto"
+    """How: the terminal's own escape sequence (OSC 9, OSC 777 or kitty's OSC 99, passed
+    through tmux), or ``notify-send`` on a desktop session; ``auto`` picks by the terminal
+    (kitty, iTerm2, WezTerm, foot, ...) and falls back to ``notify-send`` on a local desktop,
+    else OSC 9."""
+    started: bool = True
+    """A job started running."""
+    finished: bool = True
+    """A job ended and TAO says it completed."""
+    failed: bool = True
+    """A job ended in an error (and is not retried)."""
+    canceled: bool = False
+    """A job was canceled (off: mostly you did it yourself)."""
+    retried: bool = True
+    """A job failed on the infrastructure and was submitted again."""
+    walltime: bool = True
+    """A running job's wall time runs out in :attr:`walltime_minutes`."""
+    walltime_minutes: float = Field(default=15.0, gt=0)
+    """How long before the wall time runs out to say so (jobs with a shorter limit are not
+    warned)."""
 
 
 class Settings(BaseModel):
@@ -55,6 +84,14 @@ class Settings(BaseModel):
     """Binding id → key(s), e.g. ``"queue.cancel" = "x"``; remaps the app's bindings."""
     profiles: dict[str, Profile] = Field(default_factory=dict)
     """Named cluster profiles."""
+    gpu_idle_minutes: float = Field(default=30.0, ge=0)
+    """Flag a running job in the queue when every GPU of it stayed under 5 % utilisation this
+    many minutes (the running jobs are sampled now and then with one ``srun --overlap`` each;
+    0: never)."""
+    gpu_refresh: float = Field(default=15.0, ge=5.0)
+    """Seconds between GPU figures while the details pane shows a running job (at least 5)."""
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    """Desktop notifications when jobs start, end, fail, are retried or run out of time."""
     tao_wheel: str = ""
     """A local copy of the pinned ``nvidia-tao-core`` wheel (the file, or a directory holding
     it) for a workstation without internet (``TAO_SLURM_TUI_TAO_WHEEL`` overrides); empty:

@@ -19,4 +19,5 @@ VERBS: dict[str, str] = {
     "history": "history",
     "tao": "tao",
     "compare": "compare",
+    "shell": "shell",
 }

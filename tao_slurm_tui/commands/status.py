@@ -8,8 +8,9 @@ of them; null otherwise; ``kpi``: the latest KPIs; ``runs``: a TAO training's ru
 wall-time slices, whether each resumed and why it was stopped, null for other jobs;
 ``forecast``: whether the running slice finishes it) (one list per tick with ``--watch``, one
 per line). ``--watch`` ticks again every ``poll_interval`` seconds until every listed job is
-terminal. If the cluster cannot be reached
-the last known state is printed and the exit code is 1.
+terminal, and sends a desktop notification when a job starts, ends, fails, is retried or runs
+out of wall time (the config's ``[notify]``; written to the terminal, never into stdout). If
+the cluster cannot be reached the last known state is printed and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from tao_slurm_tui.core.models import JobRecord
 from tao_slurm_tui.core.shown import shown
 from tao_slurm_tui.core.status_json import duration_words
 from tao_slurm_tui.errors import TaoError
-from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.backend import Backend, transitions
 from tao_slurm_tui.services.monitor import MIN_INTERVAL
+from tao_slurm_tui.services.notify import Notifier, terminal_writer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +125,9 @@ async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -
     interval = max(MIN_INTERVAL, backend.poll_interval)
     usage: dict[str, Usage] = {}
     last = ""
+    # --watch: desktop notifications of what happens (to the terminal, never into stdout).
+    notifier = Notifier(ctx.config.settings.notify, terminal_writer()) if args.watch else None
+    seen: dict[str, JobRecord] = {}
     while True:
         error = ""
         try:
@@ -139,6 +144,9 @@ async def _status(args: argparse.Namespace, ctx: CliContext, backend: Backend) -
         jobs = list(reversed(jobs))  # oldest first, like the store
         if args.id:
             jobs = [j for j in jobs if j.id == args.id]
+        if notifier is not None:
+            notifier.send(transitions(seen, jobs) + notifier.wall_time(jobs))
+            seen = {job.id: job for job in jobs}
         runs: dict[str, JobRuns] = {}
         if args.json and not error:
             error = await _add_usage(backend, jobs, usage)

@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 
 from tao_slurm_tui.config import ConfigError, Settings
 from tao_slurm_tui.services.backend import Backend
+from tao_slurm_tui.services.notify import Notifier
 
 APP_BINDINGS: list[BindingType] = [
     Binding("question_mark", "help", "Help", id="app.help"),
@@ -48,6 +49,8 @@ class UiContext:
     """The config file's app settings (poll interval, keys, theme)."""
     clock: Callable[[], float] = time.time
     """'Now' — frozen in tests and screenshots."""
+    notifier: Notifier | None = None
+    """Desktop notifications of job events (None: none are sent)."""
     save_settings: Callable[[Settings], None] | None = None
     """Writes the settings to the config file (None: kept for this run only)."""
 

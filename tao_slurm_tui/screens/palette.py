@@ -31,6 +31,9 @@ class PaletteActions(Protocol):
     def action_logs(self) -> None:
         """Logs of the selected job."""
 
+    def action_shell(self) -> None:
+        """A shell inside the selected running job."""
+
     def action_doctor(self) -> None:
         """Open the set-up screen."""
 
@@ -56,6 +59,11 @@ class TaoCommands(Provider):
             ("New job", "Open the composer with the profile's defaults", app.action_new_job),
             ("Queue", "Go to the job queue (home)", app.action_queue),
             ("Logs of selected job", "Follow main.out / main.err", app.action_logs),
+            (
+                "Shell in selected job",
+                "On its node, inside its container (the app steps aside until you exit)",
+                app.action_shell,
+            ),
             (
                 "History",
                 "Every job of yours from SLURM accounting, with what it used",

@@ -34,8 +34,10 @@ from tao_slurm_tui.screens.queue_habits import QueueHabits
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
+from tao_slurm_tui.widgets.job_cells import job_plain_cells
 from tao_slurm_tui.widgets.job_detail import DetailView, JobDetail
-from tao_slurm_tui.widgets.job_table import JobTable, SortOrder, job_plain_cells
+from tao_slurm_tui.widgets.job_table import JobTable, SortOrder
+from tao_slurm_tui.widgets.live_column import LiveColumn
 from tao_slurm_tui.widgets.pipeline_rows import PIPELINE_KEY, pipeline_id_of, queue_rows
 from tao_slurm_tui.widgets.poll_notice import PollNotice, notice_text
 from tao_slurm_tui.widgets.runs_panel import RunsPanel
@@ -50,6 +52,8 @@ _SEVERITY = {
     "canceled": "warning",
     "retried": "warning",
     "stalled": "warning",
+    "started": "information",
+    "walltime": "warning",
 }
 
 
@@ -78,6 +82,7 @@ class QueueScreen(QueueHabits):
         Binding("slash", "filter", "Filter", id="queue.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="queue.clear_filter"),
         Binding("l", "logs", "Logs", id="queue.logs"),
+        Binding("exclamation_mark", "app.shell", "Shell in job", show=False, id="queue.shell"),
         Binding("c", "cancel_job", "Cancel", id="queue.cancel"),
         Binding(
             "space", "toggle_pipeline", "Expand/collapse", show=False, id="queue.toggle_pipeline"
@@ -184,6 +189,8 @@ class QueueScreen(QueueHabits):
             job_rows=QueueScreen.rows, subtitle=QueueScreen.subtitle
         )
         with VerticalScroll(id="detail-box"), Horizontal(id="detail-row"):
+            live = LiveColumn(lambda: self.ctx.backend, self.ctx.settings.gpu_refresh, id="live")
+            yield live.data_bind(view=QueueScreen.detail_view)
             yield JobDetail(id="detail").data_bind(view=QueueScreen.detail_view)
             # A TAO training's runs, forecast and KPI curves: beside the details when wide.
             yield RunsPanel(self.ctx.backend, id="runs").data_bind(view=QueueScreen.detail_view)
@@ -346,6 +353,7 @@ class QueueScreen(QueueHabits):
             self._take(jobs)
             self._take_warning()
             self.post_message(self.Refreshed(self, self.ctx.backend.last_poll))
+            self.query_one(LiveColumn).check_idle_gpus()
             # The screen is up to date; if the poll asked sacct in the background (jobs that
             # ended), poll again as soon as its answer is in rather than a whole interval later.
             # (Once: the interval and the back-off stay as they are.)
@@ -363,7 +371,8 @@ class QueueScreen(QueueHabits):
         if len(jobs) == len(before) and all(before.get(job.id) is job for job in jobs):
             return  # the very records shown (a quiet tick): nothing to redraw
         self.all_jobs = {job.id: job for job in jobs}
-        self._announce(transitions(before, jobs))
+        notifier = self.ctx.notifier
+        self._announce(transitions(before, jobs) + (notifier.wall_time(jobs) if notifier else []))
 
     def _take_warning(self) -> None:
         """What the last poll could not read stays in the notice line while the condition lasts
@@ -397,6 +406,8 @@ class QueueScreen(QueueHabits):
             self.notify(event.message, title=f"Job {event.kind}", severity=_SEVERITY[event.kind])  # type: ignore[arg-type]
         if events:
             self.app.bell()
+        if self.ctx.notifier is not None:
+            self.ctx.notifier.send(events)
 
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def load_detail(self, job_id: str) -> None:

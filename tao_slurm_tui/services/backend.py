@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from tao_slurm_tui.core.accounting import HistoryEntry, HistoryPage, HistoryQuery, Usage
 from tao_slurm_tui.core.capacity_report import CapacityReport
 from tao_slurm_tui.core.compare import Comparison
+from tao_slurm_tui.core.gpu_usage import GpuReport
 from tao_slurm_tui.core.job_output import JobOutput
 from tao_slurm_tui.core.job_runs import JobRuns
+from tao_slurm_tui.core.job_shell import ShellTarget
 from tao_slurm_tui.core.models import HostKeyInfo, JobRecord, SubmitResult, TaoStatus
 from tao_slurm_tui.core.partitions import PartitionLimits
 from tao_slurm_tui.core.preflight import DoctorReport
@@ -35,10 +37,12 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.secrets import Secret
 from tao_slurm_tui.core.spec import Resolution, ResolvedJob, SpecDraft
 from tao_slurm_tui.core.start_estimate import StartEstimate
+from tao_slurm_tui.core.why_wait import WaitReport
 from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.services.login_prompts import Prompter
 
 if TYPE_CHECKING:
+    from tao_slurm_tui.services.job_shell import LocalTerminal
     from tao_slurm_tui.services.tao import TaoCatalogue
 
 ConnectionStateName = Literal[
@@ -270,6 +274,57 @@ class Backend(Protocol):
         """
         ...
 
+    async def gpu_report(self, job_id: str) -> GpuReport:
+        """The GPUs of a running job now: utilisation and memory of each, and how long they
+        sat idle (one round trip: an ``srun --overlap`` step running nvidia-smi).
+
+        Raises:
+            BadInput: no job has this id, or it is not running.
+            OperationFailed: the cluster could not be reached.
+        """
+        ...
+
+    async def idle_gpu_jobs(self) -> dict[str, float]:
+        """Running jobs whose GPUs sat idle at least the settings' ``gpu_idle_minutes``, by
+        TAO id (seconds idle). Samples every running job when that is due (one round trip,
+        now and then), else answers from what is known without the network.
+
+        Raises:
+            OperationFailed: the cluster could not be reached.
+        """
+        ...
+
+    def shell_target(self, job_id: str, node: str | None = None) -> ShellTarget:
+        """Where a shell inside a running job opens: ``node`` (None: its first), in its
+        container for a Pyxis job (no network: the job as the store has it).
+
+        Raises:
+            BadInput: no job has this id, it is not running, or it does not run on ``node``.
+        """
+        ...
+
+    async def open_shell(self, target: ShellTarget, terminal: LocalTerminal) -> int:
+        """An interactive shell on ``terminal`` inside the job (a pty over the connection:
+        ``srun --overlap --jobid --pty``, into its Pyxis container); returns when it exits,
+        with its exit status.
+
+        Raises:
+            BadInput: ``terminal`` is not an interactive terminal.
+            OperationFailed: the cluster could not be reached.
+        """
+        ...
+
+    async def why_pending(self, job_id: str) -> WaitReport:
+        """Why a pending job waits: its reason in words with what to do, its priority and
+        factors (``sprio``), its rank among its partition's pending jobs, the user's fair share
+        (``sshare``) and the start estimate; one round trip.
+
+        Raises:
+            BadInput: no job has this id, or it is not pending.
+            OperationFailed: the cluster could not be reached.
+        """
+        ...
+
     async def history_page(self, query: HistoryQuery) -> HistoryPage:
         """One page of the user's SLURM history (every job, not only ours): one sacct call.
 
@@ -472,8 +527,11 @@ class Backend(Protocol):
 
 # ----------------------------------------------------------------------------------- helpers
 
-TransitionKind = Literal["finished", "failed", "canceled", "retried", "stalled"]
-"""Job events worth a notification."""
+TransitionKind = Literal[
+    "started", "finished", "failed", "canceled", "retried", "stalled", "walltime"
+]
+"""Job events worth a notification (``walltime``: its wall time runs out soon, see
+:meth:`~tao_slurm_tui.services.notify.Notifier.wall_time`)."""
 
 
 @dataclass(frozen=True)
@@ -494,8 +552,8 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
         after: The new records.
 
     Returns:
-        Finished / failed / canceled / retried events, and stalled ones (a TAO training's run
-        that restarted without progress), in the order of ``after``.
+        Started / finished / failed / canceled / retried events, and stalled ones (a TAO
+        training's run that restarted without progress), in the order of ``after``.
     """
     events: list[Transition] = []
     for job in after:
@@ -518,7 +576,11 @@ def transitions(before: dict[str, JobRecord], after: Iterable[JobRecord]) -> lis
             events.append(Transition(job.id, "stalled", f"{job.id}: {problem}{stop}."))
         if job.status == old.status:
             continue
-        if job.status is TaoStatus.COMPLETE:
+        if job.status is TaoStatus.RUNNING and old.status is TaoStatus.PENDING:
+            nodes = job.latest.nodes if job.latest else ""
+            where = f" on {nodes}" if nodes else ""
+            events.append(Transition(job.id, "started", f"{job.id} started{where}."))
+        elif job.status is TaoStatus.COMPLETE:
             events.append(Transition(job.id, "finished", f"{job.id} finished."))
         elif job.status is TaoStatus.ERROR:
             why = f": {job.message}" if job.message else "."

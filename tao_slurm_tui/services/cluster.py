@@ -52,6 +52,7 @@ from tao_slurm_tui.services.backend import LogBatch, LogStreamName, ProgressCall
 from tao_slurm_tui.services.capacity import estimate_start, fetch_capacity
 from tao_slurm_tui.services.capacity_cache import CapacityCache
 from tao_slurm_tui.services.history import HistoryService
+from tao_slurm_tui.services.live_jobs import LiveJobs
 from tao_slurm_tui.services.login_prompts import Prompter
 from tao_slurm_tui.services.logs import LogTailer, file_size, read_whole, tail
 from tao_slurm_tui.services.monitor import MIN_INTERVAL, Monitor
@@ -66,7 +67,7 @@ if TYPE_CHECKING:  # opened on first use: the CLI's start never loads the TAO mo
     from tao_slurm_tui.services.tao import TaoCatalogue
 
 
-class ClusterBackend(TrainingViews):
+class ClusterBackend(TrainingViews, LiveJobs):
     """Everything the fronts ask of one cluster profile, done by the real services."""
 
     def __init__(

@@ -11,38 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from tao_slurm_tui.core.compare import Comparison, column, compare
 from tao_slurm_tui.core.job_runs import JobRuns
-from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.run_reads import experiment_reads_command, parse_experiment_reads
 from tao_slurm_tui.errors import BadInput
-from tao_slurm_tui.remote.connection import Connection, RemoteError
+from tao_slurm_tui.remote.connection import RemoteError
+from tao_slurm_tui.services.backend_part import BackendPart
 from tao_slurm_tui.services.run_follow import training_dir
-from tao_slurm_tui.services.store import JobStore
 from tao_slurm_tui.services.tensorboard import TensorBoards
 
-if TYPE_CHECKING:
-    from tao_slurm_tui.services.monitor import Monitor
 
-
-class TrainingViews:
-    """Runs, comparisons and TensorBoard, for the back end that has these attributes."""
-
-    conn: Connection
-    clock: Callable[[], float]
-    _name: str
-    _profile: Profile
-    if TYPE_CHECKING:  # the back end's own, opened on first use
-
-        @property
-        def store(self) -> JobStore: ...
-
-        @property
-        def monitor(self) -> Monitor: ...
+class TrainingViews(BackendPart):
+    """Runs, comparisons and TensorBoard; a part of the back end."""
 
     async def job_runs(self, job_ids: list[str]) -> dict[str, JobRuns]:
         """The trainings' runs, KPI series and forecasts (read up to now first)."""

@@ -33,13 +33,10 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist, RowKey
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
-from tao_slurm_tui.core.partitions import format_slurm_time
 from tao_slurm_tui.core.shown import Shown, shown
-from tao_slurm_tui.core.slurm import explain_reason
-from tao_slurm_tui.core.slurm_text import parse_duration
-from tao_slurm_tui.core.start_estimate import short_time
 from tao_slurm_tui.widgets.drawn_cells import DrawnCellsTable
-from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_label, row_order
+from tao_slurm_tui.widgets.job_cells import job_plain_cells
+from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_order
 from tao_slurm_tui.widgets.plain import plain_line
 
 SLURM_STATES = (
@@ -52,7 +49,7 @@ COLUMNS: list[tuple[str, str]] = [
     ("id", "Job"),
     ("status", "Status"),
     ("progress", "Progress"),
-    ("reason", "Pending reason"),
+    ("reason", "Reason"),
     ("time", "Elapsed/max"),
     ("start", "Est. start"),
     ("retries", "Retry"),
@@ -72,88 +69,6 @@ instead of pushing every other column out of view."""
 FIRST_ROWS = 200
 """Rows an empty table shows first (more than any terminal shows); the rest follow right after
 the frame is drawn (adding 2,000 DataTable rows takes a while; nobody sees row 2,000 first)."""
-
-BAR_WIDTH = 6
-_EIGHTHS = " ▏▎▍▌▋▊▉"
-
-
-def reason_in_words(reason: str) -> str:
-    """SLURM's pending reason in a few words ('' when there is none); the detail pane shows
-    the full explanation."""
-    return explain_reason(reason, short=True)
-
-
-def progress_bar(job: JobRecord) -> str:
-    """A text bar of the epochs done out of the run's, e.g. ``██░░░░ 7/20`` (TAO writes the
-    0-based ``epoch`` 6 and ``max_epoch`` 19 then)."""
-    fraction = job.progress.fraction
-    if fraction is None:
-        return ""
-    filled = round(fraction * BAR_WIDTH)
-    return f"{'█' * filled}{'░' * (BAR_WIDTH - filled)} {job.progress.epoch_text}"
-
-
-def _shape(job: JobRecord) -> str:
-    nodes, gpus = job.spec.get("num_nodes"), job.spec.get("num_gpus")
-    if nodes is None or gpus is None:
-        return ""
-    return f"{nodes}×{gpus}"  # noqa: RUF001
-
-
-def compact_limit(limit: str) -> str:
-    """SLURM's time limit, short: ``04:00:00`` → 4h, ``2-00:00:00`` → 2d, ``00:30:00`` → 30m."""
-    days_text, _, clock = limit.rpartition("-")
-    parts = clock.split(":")
-    if not (days_text.isdigit() or not days_text) or not all(p.isdigit() for p in parts):
-        return limit  # UNLIMITED, N/A, ...
-    hours, minutes, seconds = ([0, 0, 0] + [int(p) for p in parts])[-3:]
-    days = int(days_text or 0)
-    if seconds:
-        return limit
-    if days and not hours and not minutes:
-        return f"{days}d"
-    hours += days * 24
-    if not hours:
-        return f"{minutes}m"
-    return f"{hours}h{minutes:02d}" if minutes else f"{hours}h"
-
-
-def _clock(elapsed: str) -> str:
-    # squeue prints 0:20 while sacct prints 00:00:20: one form in the column.
-    seconds = parse_duration(elapsed)
-    return elapsed if seconds is None else format_slurm_time(seconds)
-
-
-def _elapsed_of_limit(elapsed: str, limit: str, pending: bool) -> str:
-    elapsed = _clock(elapsed) if elapsed else ""
-    if not limit:
-        return elapsed
-    return f"{'-' if pending or not elapsed else elapsed}/{compact_limit(limit)}"
-
-
-def job_plain_cells(job: JobRecord) -> dict[str, Shown]:
-    """The text of every column for ``job`` (no styling), one line each: what SLURM said
-    (state, partition, times, reason) is data, its control characters spelled out."""
-    latest = job.latest
-    elapsed = latest.elapsed if latest else ""
-    limit = latest.time_limit if latest else ""
-    pending = job.status is TaoStatus.PENDING
-    return {
-        "id": shown(row_label(job)),
-        "status": shown(job.status),
-        "state": shown(job.slurm_state),
-        "slurm_id": shown(job.slurm_job_id),
-        "partition": shown(
-            (latest.partition if latest else "") or str(job.spec.get("partition", ""))
-        ),
-        "shape": shown(_shape(job)),
-        "time": shown(_elapsed_of_limit(elapsed, limit, pending)),
-        "reason": shown(reason_in_words(job.reason) if pending else ""),
-        "start": shown(short_time(latest.est_start) if latest and pending else ""),
-        "retries": shown(job.retries or ""),
-        "progress": shown(progress_bar(job)),
-    }
-
 
 _STATUS_ORDER = {s: i for i, s in enumerate(TaoStatus)}
 
@@ -277,6 +192,7 @@ class JobTable(DrawnCellsTable[Cell]):
         "job-table--paused",
         "job-table--progress",
         "job-table--pipeline",
+        "job-table--note",
     }
 
     DEFAULT_CSS = """
@@ -292,6 +208,7 @@ class JobTable(DrawnCellsTable[Cell]):
         & > .job-table--paused { color: $accent; text-style: italic; }
         & > .job-table--progress { color: $primary; }
         & > .job-table--pipeline { text-style: bold; }
+        & > .job-table--note { color: $warning; text-style: bold; }
     }
     """
 
@@ -312,6 +229,8 @@ class JobTable(DrawnCellsTable[Cell]):
     """What the table's border says under it (counts, sort, filter)."""
     cursor_job: var[str | None] = var(None, init=False)
     """Key of the row under the cursor; each change is posted as :class:`Highlighted`."""
+    notes: var[dict[str, str]] = var(dict, init=False)
+    """A word on running jobs by id, shown in their reason column (GPUs sitting idle)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         """Create the table with its columns."""
@@ -330,6 +249,8 @@ class JobTable(DrawnCellsTable[Cell]):
         self._widths["state"] = max(self._widths["state"], *map(len, SLURM_STATES))
         self._wanted: str | None = None
         """A row to put the cursor on as soon as it is shown (:meth:`reveal`)."""
+        self._noted: set[str] = set()
+        """Rows whose note changed since they were drawn (drawn again by the next diff)."""
 
     def on_mount(self) -> None:
         """Add the columns, each with a fixed width, and the rows bound so far."""
@@ -368,6 +289,14 @@ class JobTable(DrawnCellsTable[Cell]):
     def _show_all_rows(self) -> None:
         self.apply(self.job_rows)
         self._reveal_wanted()
+
+    def watch_notes(self, old: dict[str, str], new: dict[str, str]) -> None:
+        """Show the notes that changed (their rows are drawn again)."""
+        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        for job_id in changed & self.jobs.keys():
+            self._noted.add(job_id)
+        if changed & self.jobs.keys():
+            self.apply(self.job_rows)
 
     def watch_sorted_by(self, order: SortOrder) -> None:
         """Sort the rows; the cursor stays on its job."""
@@ -458,11 +387,14 @@ class JobTable(DrawnCellsTable[Cell]):
             return Cell(value, self._style(job.status.value.lower()))
         if key == "progress":
             return Cell(value, self._style("progress"))
+        if key == "reason" and value and job.status is not TaoStatus.PENDING:
+            return Cell(value, self._style("note"))
         return Cell(value)
 
     def cells(self, job: JobRecord) -> dict[str, Cell]:
         """Styled cells for ``job``."""
-        return {key: self._cell(job, key, value) for key, value in job_plain_cells(job).items()}
+        plain = job_plain_cells(job, self.notes.get(job.id, ""))
+        return {key: self._cell(job, key, value) for key, value in plain.items()}
 
     @property
     def cursor_job_id(self) -> str | None:
@@ -497,10 +429,11 @@ class JobTable(DrawnCellsTable[Cell]):
                 self._shown.pop(job_id, None)
                 stats.removed += 1
             for job_id, job in new.items():
-                if self.jobs.get(job_id) is job:
+                if self.jobs.get(job_id) is job and job_id not in self._noted:
                     continue  # the very record shown (the monitor hands out unchanged ones)
+                self._noted.discard(job_id)
                 # Compare plain strings; make cells only for the ones that changed.
-                plain = job_plain_cells(job)
+                plain = job_plain_cells(job, self.notes.get(job_id, ""))
                 drawn = self._shown.get(job_id)
                 if plain != drawn:
                     grew = self._grow(plain) or grew

@@ -8,14 +8,13 @@ profile pre-filled from what is known, and quits cleanly.
 from __future__ import annotations
 
 import getpass
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.terminal.tmux import Terminal
+from tests.terminal.tmux import Terminal, clean_env
 
 SSH_CONFIG = """\
 Host hpc-login
@@ -35,22 +34,6 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "TERM": "xterm-256color",
-        "LANG": "C.UTF-8",
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "USER": getpass.getuser(),
-    }
-    env.update(extra)
-    return env
-
-
 @pytest.fixture
 def terminals(tmp_path: Path) -> Iterator[list[Terminal]]:
     opened: list[Terminal] = []
@@ -62,7 +45,9 @@ def terminals(tmp_path: Path) -> Iterator[list[Terminal]]:
 def _start(terminals: list[Terminal], home: Path, args: list[str], **env: str) -> Terminal:
     workdir = home.parent / f"run{len(terminals)}"
     workdir.mkdir()
-    terminal = Terminal([sys.executable, "-m", "tao_slurm_tui", *args], _env(home, **env), workdir)
+    terminal = Terminal(
+        [sys.executable, "-m", "tao_slurm_tui", *args], clean_env(home, **env), workdir
+    )
     terminals.append(terminal)
     return terminal
 

@@ -6,6 +6,8 @@ app's exit status is written to a file when it ends (a crash must not look like 
 
 from __future__ import annotations
 
+import getpass
+import os
 import shlex
 import subprocess
 import time
@@ -17,6 +19,22 @@ import pytest
 
 TIMEOUT = 60.0
 """Seconds to wait for a screen (the app starts in ~2 s; a loaded CI box is slower)."""
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """A user's clean environment with ``home`` as HOME (XDG dirs in it), plus ``extra``."""
+    return {
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "USER": getpass.getuser(),
+        **extra,
+    }
 
 
 class Terminal:
@@ -75,6 +93,20 @@ class Terminal:
     def text(self, text: str) -> None:
         """Type ``text`` literally."""
         self._tmux("send-keys", "-t", "app", "-l", text)
+
+    def resize(self, columns: int, rows: int) -> None:
+        """Resize the terminal (the program gets SIGWINCH)."""
+        self._tmux("resize-window", "-t", "app", "-x", str(columns), "-y", str(rows))
+
+    def pane_pid(self) -> int:
+        """The process the pane runs (the program is among its descendants)."""
+        return int(self._tmux("list-panes", "-t", "app", "-F", "#{pane_pid}").split()[0])
+
+    def record_output(self, path: Path) -> None:
+        """Append every byte the app writes to its terminal to ``path`` from now on, escape
+        sequences included (tmux's ``pipe-pane``: what the terminal was sent, before tmux
+        interprets it)."""
+        self._tmux("pipe-pane", "-O", "-t", "app", f"cat >> {shlex.quote(str(path))}")
 
     def exit_status(self) -> int | None:
         """The app's exit status once it ended, else None."""

@@ -18,8 +18,11 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 
-TIMEOUT = 15.0
-"""Seconds before a wait gives up (only reached when the app is really broken)."""
+TIMEOUT = 30.0
+"""Seconds before a wait gives up (only reached when the app is really broken).
+
+15 s was reached at a load average of 8-10 on two cores: the composer's start estimate is one
+round trip, but on the fake remote every SLURM command of it is a Python process of its own."""
 
 STEP = 0.05
 """Seconds the app runs between two looks at the condition."""

@@ -32,7 +32,7 @@ from tao_slurm_tui.core.spec import (
 from tao_slurm_tui.core.spec import rules as spec_rules
 from tao_slurm_tui.errors import BadInput
 from tao_slurm_tui.services.fakecluster.demo import Demo
-from tao_slurm_tui.widgets.job_table import reason_in_words
+from tao_slurm_tui.widgets.job_cells import reason_in_words
 from tao_slurm_tui.widgets.spec_form import in_words
 from tests.capacity_data import GOLDEN
 

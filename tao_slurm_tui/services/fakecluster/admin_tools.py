@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tao_slurm_tui.services.fakecluster import engine
+from tao_slurm_tui.services.fakecluster import engine, node_tools
 from tao_slurm_tui.services.fakecluster.engine import Job, State
 from tao_slurm_tui.services.fakecluster.queue_tools import flags, known_jobs
 
@@ -200,7 +200,8 @@ def sacctmgr(state: State, argv: list[str]) -> int:
 
 
 def srun(state: State, argv: list[str]) -> int:
-    """``srun --help`` (Pyxis' flags) and the doctor's one-task check on a compute node."""
+    """``srun --help`` (Pyxis' flags), the doctor's one-task check on a compute node, and a
+    step in a running job (``--jobid``: :func:`.node_tools.step`)."""
     if "--help" in argv:
         print("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]")
         if state.get("pyxis", True):
@@ -226,6 +227,8 @@ def srun(state: State, argv: list[str]) -> int:
     world = engine.world_dir()
     env = dict(os.environ, TAO_FAKE_NODE=idle, SLURM_CONF=f"{state['root']}/etc/slurm/slurm.conf")
     env["PATH"] = f"{world}/nodebin:{env.get('PATH', '')}"
+    if any(a == "--jobid" or a.startswith("--jobid=") for a in argv[:first]):
+        return node_tools.step(state, argv[:first], command, env)
     sys.stdout.flush()
     os.execvpe(command[0], command, env)
 

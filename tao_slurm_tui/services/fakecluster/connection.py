@@ -43,6 +43,7 @@ from tao_slurm_tui.remote.hostkeys import (
 from tao_slurm_tui.remote.login import HostFailed, LoginClient, auth_error, host_key_error
 from tao_slurm_tui.remote.shell import SHELL_COMMAND
 from tao_slurm_tui.services.fakecluster import engine
+from tao_slurm_tui.services.fakecluster.pty_process import PtyProcess, start_on_terminal
 from tao_slurm_tui.services.fakecluster.world import World
 
 _WRAPPED = re.compile(r'eval "\$\(echo ([A-Za-z0-9+/=]+) \| base64 -d\)"')
@@ -197,7 +198,7 @@ class LocalLink:
         self.host = host
         self._client = client
         self._closed = False
-        self._processes: list[LocalProcess] = []
+        self._processes: list[LocalProcess | PtyProcess] = []
         world.on_dial.append(self)
 
     def map_in(self, command: str) -> str:
@@ -216,7 +217,7 @@ class LocalLink:
         server = await asyncio.start_server(_relay(dest_port), listen_host, listen_port)
         return LocalListener(server)
 
-    async def create_process(self, command: str, **options: Any) -> LocalProcess:
+    async def create_process(self, command: str, **options: Any) -> LocalProcess | PtyProcess:
         if self._closed or self.world.link == "down":
             self.drop()
             raise asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "connection lost")
@@ -231,6 +232,8 @@ class LocalLink:
                 if pattern in command:
                     await event.wait()
         env = self.world.env()
+        if options.get("term_type"):
+            return await self._on_terminal(command, env, options)
         process = await asyncio.create_subprocess_exec(
             "/bin/sh",
             "-c",
@@ -251,6 +254,21 @@ class LocalLink:
         local = LocalProcess(process, self, shell)
         self._processes = [p for p in self._processes if not p.is_closing()] + [local]
         return local
+
+    async def _on_terminal(
+        self, command: str, env: dict[str, str], options: dict[str, Any]
+    ) -> PtyProcess:
+        """``command`` on a new pseudo-terminal of the client's type and size."""
+        process = await start_on_terminal(
+            ["/bin/sh", "-c", self.map_in(command)],
+            env=env,
+            cwd=env["HOME"],
+            term_type=str(options["term_type"]),
+            size=options.get("term_size") or (80, 24),
+            root=self.world.root,
+        )
+        self._processes = [p for p in self._processes if not p.is_closing()] + [process]
+        return process
 
     def _end(self) -> bool:
         if self._closed:

@@ -25,7 +25,7 @@ from tao_slurm_tui.services.fakecluster.connection import FakeCluster
 from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.services.store import JobStore
 
-SEED_VERSION = "1"
+SEED_VERSION = "2"
 """Bumped when the seed changes shape: an older demo directory is rebuilt."""
 
 

@@ -284,6 +284,16 @@ def seed_world(world: World, now: float | None = FROZEN_TIME, *, pipeline: bool 
             {"account": "vision", "user": "kim", "qos": "normal"},
         ]
         state["default_accounts"] = {USER: "tao"}
+        # What nvidia-smi shows in the running jobs (node_tools): dino trains hard, the
+        # pipeline's evaluation uses one GPU of its four, the others sit idle.
+        state["gpu_load"] = {"1051": ["all 87 61440"], "1061": ["0 64 20480"]}
+        # Multifactor priority (priority_tools): a researcher who used a lot lately.
+        state["fairshare"] = {USER: 0.38, "kim": 0.71, "ortiz": 0.22}
+        state.update(max_age=6 * HOUR, favor_small=True)
+        state["shares"] = [
+            {"account": "tao", "user": USER, "raw_shares": 1, "norm_shares": 0.25,
+             "raw_usage": 8123456, "effective_usage": 0.41, "fairshare": 0.38},
+        ]  # fmt: skip
         state["wait"] = {"polar": 2 * HOUR, "polar3": 40 * 60, "gpu-long": 6 * HOUR}
         colleagues = _colleagues(state, at)
         if quiet:

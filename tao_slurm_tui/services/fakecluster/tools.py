@@ -1,13 +1,14 @@
 """The fake cluster's SLURM tools: one small program per call, answering in SLURM 22.05's formats.
 
 The world puts a wrapper per tool on ``PATH`` (``squeue``, ``sacct``, ``sbatch``, ``scancel``,
-``scontrol``, ``sinfo``, ``sacctmgr``, ``srun``, ``id``; ``hostname`` and ``enroot`` on the
-compute node ``srun`` reaches); each starts ``python -IS`` on :func:`main` with its name.
-Standard library only. They understand the flags the services pass (explicit ``-O``/``-o``/
-``--format`` field lists, ``-P``, ``--delimiter``, ``-n``/``-h``, ``-X``, ``-D``, ``-j``, ``-u``,
-``-t``, ``--name``, ``-S``/``-E``, ``--test-only``, ``--hold``, ...) and print what SLURM prints,
-errors on stderr with SLURM's words and exit statuses. A test's failure switch
-(``World.fail``) makes a tool fail the way SLURM does when its daemon is down.
+``scontrol``, ``sinfo``, ``sacctmgr``, ``srun``, ``sprio``, ``sshare``, ``id``; ``hostname``,
+``enroot`` and ``nvidia-smi`` on the compute node ``srun`` reaches); each starts ``python -IS`` on
+:func:`main` with its name. Standard library only. They understand the flags the services
+pass (explicit ``-O``/``-o``/``--format`` field lists, ``-P``, ``--delimiter``, ``-n``/``-h``,
+``-X``, ``-D``, ``-j``, ``-u``, ``-t``, ``--name``, ``-S``/``-E``, ``--test-only``,
+``--hold``, ...) and print what SLURM prints, errors on stderr with SLURM's words and exit
+statuses. A test's failure switch (``World.fail``) makes a tool fail the way SLURM does when
+its daemon is down.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tao_slurm_tui.services.fakecluster.admin_tools import (
 )
 from tao_slurm_tui.services.fakecluster.batch_tools import sbatch, scancel
 from tao_slurm_tui.services.fakecluster.engine import State
+from tao_slurm_tui.services.fakecluster.node_tools import nvidia_smi
+from tao_slurm_tui.services.fakecluster.priority_tools import sprio, sshare
 from tao_slurm_tui.services.fakecluster.queue_tools import Usage, preamble, sacct, squeue
 
 TOOLS: dict[str, Callable[[State, list[str]], int]] = {
@@ -41,13 +44,19 @@ TOOLS: dict[str, Callable[[State, list[str]], int]] = {
     "id": user_id,
     "hostname": hostname,
     "enroot": enroot,
+    "nvidia-smi": nvidia_smi,
+    "sprio": sprio,
+    "sshare": sshare,
 }
 """Every tool the world puts on ``PATH``, by name."""
 
-SLURM = {"squeue", "sacct", "sbatch", "scancel", "scontrol", "sinfo", "sacctmgr", "srun"}
+SLURM = {
+    "squeue", "sacct", "sbatch", "scancel", "scontrol", "sinfo", "sacctmgr", "srun", "sprio",
+    "sshare",
+}  # fmt: skip
 """The tools that are SLURM's (``--version``, a daemon that can be down)."""
 
-READ_ONLY = {"sinfo", "id", "hostname", "enroot", "sacctmgr"}
+READ_ONLY = {"sinfo", "id", "hostname", "enroot", "sacctmgr", "nvidia-smi", "sprio", "sshare"}
 
 
 def main(name: str) -> None:
@@ -68,5 +77,6 @@ def main(name: str) -> None:
         sys.exit(1)
     sys.stdout.flush()
     if runs_command:
-        srun(state, argv)  # a compute node runs the command (after the state lock is let go)
+        # A compute node runs the command (after the state lock is let go).
+        rc = srun(state, argv)
     sys.exit(rc)

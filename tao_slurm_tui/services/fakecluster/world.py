@@ -27,7 +27,7 @@ from tao_slurm_tui.services.fakecluster.tools import TOOLS
 LinkState = Literal["up", "down"]
 """``down``: no login host answers (every dial fails as an unreachable host does)."""
 
-NODE_TOOLS = ("hostname", "enroot")
+NODE_TOOLS = ("hostname", "enroot", "nvidia-smi")
 """Tools only a compute node has (``srun`` puts them first on ``PATH``)."""
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
@@ -75,6 +75,8 @@ class World:
         """The jobs move on their own (see above): a monitor over this world is paced."""
         if not (self.path / engine.STATE_FILE).exists():
             self._create()
+        else:
+            self._tools(missing_only=True)  # a world made by an older version lacks newer ones
 
     # ------------------------------------------------------------------ layout
 
@@ -91,24 +93,32 @@ class World:
         self.path.mkdir(parents=True, exist_ok=True)
         for sub in ("bin", "nodebin", "fs/tmp", f"fs/home/{self.user}/.ssh", "fs/lustre"):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
+        self._tools()
+        state = engine.empty_state(self.root, self.user)
+        (self.path / engine.STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        self._clock_tools(state)
+
+    def _tools(self, *, missing_only: bool = False) -> None:
+        """Put every fake tool on the login host's or the nodes' ``PATH``."""
         for name in TOOLS:
-            folder = "nodebin" if name in NODE_TOOLS else "bin"
+            path = self.path / ("nodebin" if name in NODE_TOOLS else "bin") / name
+            if missing_only and path.exists():
+                continue
             self._script(
-                self.path / folder / name,
+                path,
                 f"#!{sys.executable} -IS\nimport sys\nsys.path.insert(0, {_PACKAGE_PARENT!r})\n"
                 "from tao_slurm_tui.services.fakecluster.tools import main\n"
                 f"main({name!r})\n",
             )
         # TensorBoard on the nodes: a server, so not a tool under the state's lock.
-        self._script(
-            self.path / "nodebin" / "tensorboard",
-            f"#!{sys.executable} -IS\nimport sys\nsys.path.insert(0, {_PACKAGE_PARENT!r})\n"
-            "from tao_slurm_tui.services.fakecluster.tensorboard_tool import main\n"
-            "sys.exit(main(sys.argv[1:]))\n",
-        )
-        state = engine.empty_state(self.root, self.user)
-        (self.path / engine.STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
-        self._clock_tools(state)
+        tensorboard = self.path / "nodebin" / "tensorboard"
+        if not (missing_only and tensorboard.exists()):
+            self._script(
+                tensorboard,
+                f"#!{sys.executable} -IS\nimport sys\nsys.path.insert(0, {_PACKAGE_PARENT!r})\n"
+                "from tao_slurm_tui.services.fakecluster.tensorboard_tool import main\n"
+                "sys.exit(main(sys.argv[1:]))\n",
+            )
 
     @staticmethod
     def _script(path: Path, text: str) -> None:
@@ -226,6 +236,14 @@ class World:
                 state["switches"] = {}
             else:
                 state.setdefault("switches", {}).pop(tool, None)
+
+    def gpu_load(self, name_or_id: str, *lines: str) -> None:
+        """Set what nvidia-smi reports for a running job's GPUs, as the sandbox's load files do:
+        ``"all 87 30000"``, ``"1 5 100"`` (index within the job, utilisation %, MiB used); no
+        lines: idle."""
+        job_id = self.job(name_or_id)["id"]
+        with engine.locked(str(self.path)) as state:
+            state.setdefault("gpu_load", {})[job_id] = list(lines)
 
     def set(self, **settings: object) -> None:
         """Change cluster-wide settings (``start_delay``, ``min_job_age``, ``max_epoch``,
