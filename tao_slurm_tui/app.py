@@ -131,8 +131,8 @@ class TaoSlurmApp(App[None]):
         A complete profile opens on the queue without a doctor run (no extra round trip); if its
         first poll fails, the queue's toast points to the set-up (``d``).
         """
-        from tao_slurm_tui.screens.composer import ComposerScreen
-        from tao_slurm_tui.screens.onboarding import OnboardingScreen
+        # The composer and the set-up are imported only when they open (the queue is the first
+        # frame; issue 23).
         from tao_slurm_tui.screens.queue import QueueScreen
 
         if self.ctx.settings.keys:
@@ -141,8 +141,12 @@ class TaoSlurmApp(App[None]):
         self.home = QueueScreen(self.ctx)
         self.push_screen(self.home)
         if self.initial_spec is not None:
+            from tao_slurm_tui.screens.composer import ComposerScreen
+
             self.push_screen(ComposerScreen(self.ctx, self.initial_spec))
         if self.new_profile or self.backend.profile.missing_required():
+            from tao_slurm_tui.screens.onboarding import OnboardingScreen
+
             self.push_screen(OnboardingScreen(self.ctx))
         self.theme_changed_signal.subscribe(self, self._theme_changed)
 

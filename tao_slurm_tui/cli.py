@@ -91,14 +91,7 @@ class _Parser(argparse.ArgumentParser):
         return action
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every verb."""
-    parser = _Parser(
-        prog="tao-slurm-tui",
-        description="Run NVIDIA TAO training containers on a SLURM cluster over SSH. "
-        "Without a verb, the terminal dashboard opens.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+def _global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", metavar="NAME", help="cluster profile to use")
     parser.add_argument("--config", metavar="PATH", help="config file to use")
     parser.add_argument(
@@ -108,12 +101,41 @@ def build_parser() -> argparse.ArgumentParser:
         dest="tui_spec",
         help="open the dashboard's composer pre-filled from this spec TOML (no verb)",
     )
+
+
+def verb_of(argv: Sequence[str] | None) -> str | None:
+    """The verb ``argv`` names (None: no verb, the dashboard), read with the global options
+    alone, so that only that verb's module needs importing (issue 23: the dashboard's first
+    frame does not wait for every verb's imports)."""
+    pre = _Parser(prog="tao-slurm-tui", add_help=False)
+    _global_options(pre)
+    pre.add_argument("verb", nargs="?")
+    known, _ = pre.parse_known_args(argv)
+    verb: str | None = known.verb
+    return verb
+
+
+def build_parser(only: str | None = "") -> argparse.ArgumentParser:
+    """The argument parser with every verb listed.
+
+    Args:
+        only: give only this verb its arguments (its module is imported); None: no verb
+            (the dashboard); '': every verb.
+    """
+    parser = _Parser(
+        prog="tao-slurm-tui",
+        description="Run NVIDIA TAO training containers on a SLURM cluster over SSH. "
+        "Without a verb, the terminal dashboard opens.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _global_options(parser)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb, module_name in VERBS.items():
-        module = importlib.import_module(f"tao_slurm_tui.commands.{module_name}")
         verb_parser = sub.add_parser(verb, help=_HELP[verb], description=_HELP[verb])
-        module.add_arguments(verb_parser)
-        verb_parser.set_defaults(_module=module)
+        if only in ("", verb):
+            module = importlib.import_module(f"tao_slurm_tui.commands.{module_name}")
+            module.add_arguments(verb_parser)
+            verb_parser.set_defaults(_module=module)
     return parser
 
 
@@ -144,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     try:
         # Inside the try: Ctrl-C while the verbs import (asyncssh takes a moment) is clean too.
-        parser = build_parser()
+        parser = build_parser(only=verb_of(argv))
         args = parser.parse_args(argv)
     except EmptyArgument as exc:
         _say(str(exc))

@@ -70,8 +70,9 @@ class Settings(BaseModel):
 
     default_profile: str = ""
     """Profile used when ``--profile`` is not given."""
-    poll_interval: float = Field(default=10.0, ge=2.0)
-    """Seconds between queue polls (at least 2)."""
+    poll_interval: float = Field(default=2.0, ge=2.0)
+    """Seconds between queue polls (at least 2). A poll reads the jobs' run events on the login
+    host; slurmctld is asked at its own pace (core/pace.py), not on every poll."""
     theme: str = "tao-dark"
     """Textual theme name."""
     show_finished: bool = True

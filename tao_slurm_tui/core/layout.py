@@ -9,6 +9,7 @@
     <base>/entrypoints/job_<id>.sh    the spec's command, run by bash in the container
     <base>/sbatch/job_<id>.sbatch     the batch script
     <base>/slurm-logs/<job-name>-<slurm-id>/main.out|main.err
+    <base>/slurm-logs/<job-name>-<slurm-id>/events    run starts and ends (the batch script)
     <base>/results/<id>/              the job's results dir (TAO_API_RESULTS_DIR=<base>/results)
     <base>/results/<id>/<subtask>/    what TAO writes there: status.json, experiment.yaml,
                                       checkpoints (train/<model>_latest.pth), lightning_logs/
@@ -190,6 +191,11 @@ class JobPaths:
     def requeue_reason(self, slurm_job_id: str) -> str:
         """``requeue.reason`` of one attempt: one line per self-requeue (timeout/infra)."""
         return f"{self.log_dir(slurm_job_id)}/requeue.reason"
+
+    def run_events(self, slurm_job_id: str) -> str:
+        """``events`` of one attempt: a line when each run starts and when it ends, written by
+        the batch script (:mod:`tao_slurm_tui.core.run_events`)."""
+        return f"{self.log_dir(slurm_job_id)}/events"
 
     def requeue_stop(self, slurm_job_id: str) -> str:
         """``requeue.stop`` of one attempt: the monitor's reason the batch script must not

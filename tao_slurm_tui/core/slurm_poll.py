@@ -201,25 +201,24 @@ def _prelude() -> list[str]:
     ]
 
 
-def queue_command() -> str:
+def queue_command(*, local: bool = False, first: Sequence[str] = (), when: str = "") -> str:
     """One remote command listing every job of the login user that slurmctld still knows.
 
     ``squeue -u <me> -t all``: the live jobs, and the finished ones slurmctld keeps for
     ``MinJobAge`` (end state included) -- the same command whether the client tracks 1 or 1,000
     jobs, filtered locally. Output as :func:`poll_command`'s (``@@tao-poll:squeue rc=N``, rows,
     ``@@tao-poll:end``); ids it does not list are asked of sacct separately
-    (``poll_command((), ids)``).
+    (``poll_command((), ids)``). ``local``: ``--local``, no REQUEST_FED_INFO (outside a
+    federation only); ``first`` runs before squeue, which runs only when the test ``when`` holds.
     """
-    squeue = quoting.join(["squeue", "-h", "-r", "-t", "all", "-O", squeue_format(), "-u"])
-    parts = [
-        *_prelude(),
-        f'q=$({squeue} "$(id -un)" 2>&1)',
-        "r=$?",
-        'printf "%ssqueue rc=%s\\n" "$m" "$r"',
-        'if [ -n "$q" ]; then printf "%s\\n" "$q"; fi',
-        'printf "%send\\n" "$m"',
-    ]
-    return quoting.join(["sh", "-c", "; ".join(parts)])
+    scope = ["--local"] if local else []
+    squeue = quoting.join(["squeue", "-h", "-r", "-t", "all", *scope, "-O", squeue_format(), "-u"])
+    run = (
+        f'q=$({squeue} "$(id -un)" 2>&1); r=$?; printf "%ssqueue rc=%s\\n" "$m" "$r"; '
+        'if [ -n "$q" ]; then printf "%s\\n" "$q"; fi'
+    )
+    parts = [*_prelude(), *first, f"if {when}; then {run}; fi" if when else run]
+    return quoting.join(["sh", "-c", "; ".join([*parts, 'printf "%send\\n" "$m"'])])
 
 
 # ----------------------------------------------------------------------------------- parsing

@@ -6,6 +6,7 @@ Pure string functions shared by the monitor, history, capacity and the UI.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # ----------------------------------------------------------------------------------- times
 
@@ -148,3 +149,15 @@ def parse_sbatch_output(text: str) -> str:
         if match:
             return match.group(1)
     raise ValueError(f"sbatch printed no job id: {text.strip()[:200]!r}")
+
+
+def federated(slurm_ids: Iterable[str]) -> bool:
+    """True when an id carries a federation's cluster bits (at or above 2**26): squeue must
+    then not be ``--local``."""
+    heads = (sid.split("_", 1)[0].split(";", 1)[0] for sid in slurm_ids)
+    return any(head.isdigit() and int(head) >= FEDERATION_ID_BASE for head in heads)
+
+
+FEDERATION_ID_BASE = 1 << 26
+"""SLURM ids of a federation's jobs start here (the origin cluster's id in the high bits);
+a cluster alone never hands out one this high (MaxJobId is below it)."""

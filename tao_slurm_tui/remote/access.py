@@ -21,6 +21,14 @@ from tao_slurm_tui.remote.hostkeys import fetch_profile_host_key
 class ClusterAccess(Protocol):
     """Opens connections to a cluster's login hosts and reads their host keys."""
 
+    @property
+    def jobs_write_events(self) -> bool:
+        """True when the cluster's jobs run on their own and their batch scripts write run
+        events (:mod:`~tao_slurm_tui.core.run_events`): the monitor may then ask slurmctld
+        only at its pace. A cluster that moves only when a SLURM tool asks must be asked every
+        tick."""
+        ...
+
     def connection(self, profile: Profile, *, on_state: StateCallback | None = None) -> Connection:
         """The profile's one connection (failover over its login hosts), not opened yet."""
         ...
@@ -42,6 +50,8 @@ class ClusterAccess(Protocol):
 
 class SshAccess:
     """The real cluster over SSH (asyncssh)."""
+
+    jobs_write_events = True
 
     def connection(self, profile: Profile, *, on_state: StateCallback | None = None) -> Connection:
         """A :class:`Connection` for ``profile``."""

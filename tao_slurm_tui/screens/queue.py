@@ -29,15 +29,8 @@ from tao_slurm_tui.core.pipelines import Pipeline, pipeline_spec, step_label
 from tao_slurm_tui.core.shown import shown, shown_text
 from tao_slurm_tui.core.words import plural
 from tao_slurm_tui.errors import TaoError
-from tao_slurm_tui.screens.compare import CompareScreen
-from tao_slurm_tui.screens.composer import ComposerScreen
-from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.context import UiContext
-from tao_slurm_tui.screens.job_view import JobViewScreen
-from tao_slurm_tui.screens.logs import LogsScreen
-from tao_slurm_tui.screens.pipeline_cancel import CancelChoice, PipelineCancelModal
-from tao_slurm_tui.screens.queue_habits import QueueHabits
-from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
+from tao_slurm_tui.screens.queue_cancel import QueueCancel
 from tao_slurm_tui.services.backend import Transition, transitions
 from tao_slurm_tui.widgets.app_footer import AppFooter
 from tao_slurm_tui.widgets.app_header import AppHeader
@@ -82,7 +75,7 @@ def pipelines_of(jobs: dict[str, JobRecord]) -> dict[str, Pipeline]:
     }
 
 
-class QueueScreen(QueueHabits):
+class QueueScreen(QueueCancel):
     """Jobs of the profile, polled in the background while this screen is visible."""
 
     BINDINGS = [
@@ -215,19 +208,20 @@ class QueueScreen(QueueHabits):
         self.table.focus()
 
     # ------------------------------------------------------------------ derived state
-    def _wanted(self, jobs: list[JobRecord]) -> bool:
-        """Show these jobs (one job, or every step of a pipeline: shown or hidden together)?"""
-        return (self.show_finished or any(not job.status.terminal for job in jobs)) and (
-            not self.filter_text or any(matches_filter(job, self.filter_text) for job in jobs)
+    def _wanted(self, jobs: list[JobRecord], finished: bool, text: str) -> bool:
+        """Show these jobs (one, or a pipeline's steps: together) by ``finished`` and ``text``?"""
+        return (finished or any(not job.status.terminal for job in jobs)) and (
+            not text or any(matches_filter(job, text) for job in jobs)
         )
 
     def _update_rows(self) -> None:
         """The rows for the snapshot, the filter, finished shown or not, collapsed pipelines."""
-        wanted = {pid for pid, p in self.pipelines.items() if self._wanted(list(p.steps))}
+        f, t = self.show_finished, self.filter_text  # read once: a reactive's read costs
+        wanted = {pid for pid, p in self.pipelines.items() if self._wanted(list(p.steps), f, t)}
         jobs = [
             job
             for job in self.all_jobs.values()
-            if (job.pipeline_id in wanted if job.pipeline_id else self._wanted([job]))
+            if (job.pipeline_id in wanted if job.pipeline_id else self._wanted([job], f, t))
         ]
         self.shown_count = len(jobs)
         self.rows = tuple(queue_rows(jobs, self.collapsed))
@@ -336,7 +330,7 @@ class QueueScreen(QueueHabits):
         rearm = True
         soon = False
         try:
-            jobs = await self.ctx.backend.refresh()
+            jobs = await self.ctx.backend.refresh(full=manual)
         except asyncio.CancelledError:
             rearm = False  # a newer poll replaced this one and arms its own timer
             raise
@@ -374,6 +368,8 @@ class QueueScreen(QueueHabits):
     def _take(self, jobs: list[JobRecord]) -> None:
         """A new snapshot from the back end: shown, and what changed announced."""
         before = self.all_jobs
+        if len(jobs) == len(before) and all(before.get(job.id) is job for job in jobs):
+            return  # the very records shown (a quiet tick): nothing to redraw
         self.all_jobs = {job.id: job for job in jobs}
         notifier = self.ctx.notifier
         self._announce(transitions(before, jobs) + (notifier.wall_time(jobs) if notifier else []))
@@ -490,24 +486,32 @@ class QueueScreen(QueueHabits):
         """Open the selected training's runs and KPI curves at full size."""
         job = self._selected()
         if job is not None:
+            from tao_slurm_tui.screens.job_view import JobViewScreen
+
             self.app.push_screen(JobViewScreen(self.ctx, job.id))
 
     def action_tensorboard(self) -> None:
         """Start (or stop) TensorBoard for the selected running training."""
         job = self._selected()
         if job is not None:
+            from tao_slurm_tui.screens.tensorboard_toggle import toggle_tensorboard
+
             toggle_tensorboard(self, self.ctx.backend, job)
 
     def action_compare(self) -> None:
         """Compare TAO trainings side by side (the selected one picked first)."""
         job = self._row_job(self.table.cursor_job_id)
         jobs = sorted(self.all_jobs.values(), key=lambda j: -j.created_at)
+        from tao_slurm_tui.screens.compare import CompareScreen
+
         self.app.push_screen(CompareScreen(self.ctx, jobs, [job.id] if job else []))
 
     def action_logs(self) -> None:
         """Open the selected job's logs."""
         job = self._selected()
         if job is not None:
+            from tao_slurm_tui.screens.logs import LogsScreen
+
             self.app.push_screen(LogsScreen(self.ctx, job.id))
 
     def action_clone(self) -> None:
@@ -537,6 +541,8 @@ class QueueScreen(QueueHabits):
         ):
             n += 1
         spec["name"] = f"{base}-{n}"[:64]
+        from tao_slurm_tui.screens.composer import ComposerScreen
+
         self.app.push_screen(ComposerScreen(self.ctx, spec))
         if pipeline is not None:
             self.notify(
@@ -546,53 +552,3 @@ class QueueScreen(QueueHabits):
                 title="Clone pipeline",
                 timeout=8,
             )
-
-    def action_cancel_job(self) -> None:
-        """Cancel the selected job after confirmation."""
-        job = self._selected()
-        if job is None:
-            return
-        if job.status.terminal:
-            self.notify(f"{job.id} already ended ({job.status}).", severity="warning")
-            return
-
-        pipeline = self._pipeline(job.pipeline_id)
-        if pipeline is not None and len(pipeline.steps) > 1:
-
-            def chosen(choice: CancelChoice | None) -> None:
-                if choice == "step":
-                    self.cancel_job(job.id)
-                elif choice == "pipeline":
-                    self.cancel_pipeline(job.pipeline_id)
-
-            self.app.push_screen(PipelineCancelModal(job, pipeline), chosen)
-            return
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                self.cancel_job(job.id)
-
-        question = f"Cancel {job.id}? Every SLURM attempt of it will be scancelled."
-        self.app.push_screen(ConfirmModal(question, "Cancel job", danger=True), confirmed)
-
-    @work(group="cancel", exit_on_error=False)
-    async def cancel_job(self, job_id: str) -> None:
-        """scancel through the back end, then show the result (a pipeline's step takes the
-        steps after it along)."""
-        job = await self.ctx.backend.cancel(job_id)
-        self._after_cancel([job])
-
-    @work(group="cancel", exit_on_error=False)
-    async def cancel_pipeline(self, pipeline_id: str) -> None:
-        """scancel every step of the pipeline that has not ended."""
-        self._after_cancel(await self.ctx.backend.cancel_pipeline(pipeline_id))
-
-    def _after_cancel(self, jobs: list[JobRecord]) -> None:
-        before = self.all_jobs
-        changed = {job.id: job for job in jobs}
-        pipelines = {job.pipeline_id for job in jobs if job.pipeline_id}
-        if pipelines:
-            # The later steps changed too: take every step as the back end has it now.
-            changed |= {j.id: j for j in self.ctx.backend.jobs() if j.pipeline_id in pipelines}
-        self.all_jobs = before | changed
-        self._announce(transitions(before, list(changed.values())))

@@ -17,6 +17,7 @@ about the ids squeue cannot settle, and the next tick uses the answer:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable
 
 from tao_slurm_tui.core.slurm_poll import (
@@ -103,6 +104,13 @@ class AccountingFollowUp:
             or sid in self._probe
             or sid in self._answered
         )
+
+    def waiting(self, sids: Iterable[str]) -> bool:
+        """True while any of ``sids`` has a question open or an answer to merge (asked this
+        tick or the one before, unsettled, a probe): a paced tick must then ask squeue, since
+        the merge reads squeue's rows of the same tick."""
+        busy = self._asked | self._asked_before | self._probe | self._probed | self._answered
+        return any(sid in busy or sid in self._unsettled for sid in sids)
 
     def answers_probe(self, sid: str) -> bool:
         """True when this tick's sacct rows for ``sid`` answer a requeue probe."""
@@ -204,6 +212,15 @@ class AccountingFollowUp:
         """What the last call could not read (it failed, or answered lines that are no job
         rows), as a phrase; '' when it was complete or none ran."""
         return self._error
+
+    async def close(self) -> None:
+        """Stop a call under way, while the loop and the connection still run (a back end
+        that closes must not leave it reading from a channel about to be torn down)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def wait(self) -> bool:
         """Wait for the background call, if one is running.

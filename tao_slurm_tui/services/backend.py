@@ -159,12 +159,15 @@ class Backend(Protocol):
         ``docs/MFA.md``). False when another dashboard shares already, or nothing can be."""
         ...
 
-    async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
+    async def refresh(self, *, connect: bool = True, full: bool = False) -> list[JobRecord]:
         """One monitor tick: one round trip for every active job, due retries done.
 
         Args:
             connect: open (or check) the connection even when no job is active, so a broken
                 profile shows at once (the TUI); the CLI's ``status`` needs no round trip then.
+            full: ask slurmctld in this tick whatever the pace says (the refresh key); a tick
+                otherwise reads the jobs' run events and asks slurmctld only when they changed
+                or something else may have (a pending job's reason, a node lost).
 
         Returns:
             Every job of the profile, terminal ones included (newest first).

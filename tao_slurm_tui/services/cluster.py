@@ -161,6 +161,7 @@ class ClusterBackend(TrainingViews, LiveJobs):
             resubmit=self.submitter.resubmit,
             reconcile=self.submitter.reconcile_interrupted,
             clock=self.clock,
+            paced=self.access.jobs_write_events,
         )
 
     # ------------------------------------------------------------------ profile
@@ -267,8 +268,9 @@ class ClusterBackend(TrainingViews, LiveJobs):
 
     # ------------------------------------------------------------------ queue
 
-    async def refresh(self, *, connect: bool = True) -> list[JobRecord]:
-        """One monitor tick (one round trip for every active job; due retries done)."""
+    async def refresh(self, *, connect: bool = True, full: bool = False) -> list[JobRecord]:
+        """One monitor tick (one round trip for every active job; due retries done); squeue
+        runs when the jobs' run events or the pace call for it, or ``full``."""
         try:
             if connect:
                 # With no active job the tick needs no round trip; open (or check) the
@@ -277,7 +279,7 @@ class ClusterBackend(TrainingViews, LiveJobs):
                 await self.conn.connect()
             # (Reads one marker file; the cluster only after a damaged state DB.)
             await self.notices.recover(self.conn, self.store, self._name, self._profile)
-            result = await self.monitor.tick()
+            result = await self.monitor.tick(full=full)
         except ConnectError as exc:
             told = in_maintenance(exc, self.monitor.site if "monitor" in self.__dict__ else None)
             if told is None:
@@ -563,7 +565,7 @@ class ClusterBackend(TrainingViews, LiveJobs):
         if self._share is not None:
             await self._share.close()
         if "monitor" in self.__dict__:
-            await self.monitor.site.close()  # its background fetch is never awaited by a tick
+            await self.monitor.close()  # its background calls are never awaited by a tick
         await self.conn.close()
         if "store" in self.__dict__:
             self.store.close()

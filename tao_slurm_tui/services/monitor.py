@@ -38,7 +38,8 @@ The parts, each its own object: :class:`~tao_slurm_tui.services.job_cache.JobCac
 read from the store only where they changed), :class:`~tao_slurm_tui.services.accounting_followup.
 AccountingFollowUp` (sacct in the background), :class:`~tao_slurm_tui.services.job_update.
 JobUpdate` (one job's merge within a tick), :class:`~tao_slurm_tui.services.pipeline_follow.
-PipelineFollower` and :class:`~tao_slurm_tui.services.cancel.Canceller`. The shell text of the
+PipelineFollower`, :class:`~tao_slurm_tui.services.retrier.Retrier` (steps 4 and 5) and
+:class:`~tao_slurm_tui.services.cancel.Canceller`. The shell text of the
 reads beyond the queue is :mod:`tao_slurm_tui.core.tick_reads`.
 """
 
@@ -49,45 +50,40 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from tao_slurm_tui.core import retry as retry_rules
-from tao_slurm_tui.core.disk_space import (
-    FULL,
-    disk_full_kind,
-    disk_full_line,
-    disk_full_sentence,
-    is_nearly_full,
-    path_in,
-    role_of,
-)
 from tao_slurm_tui.core.layout import JobPaths
-from tao_slurm_tui.core.models import Attempt, JobRecord, TaoStatus
+from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.profile import Profile
+from tao_slurm_tui.core.run_events import (
+    ASK_CONDITION,
+    EventsAnswer,
+    events_parts,
+    parse_events,
+    split_events,
+)
 from tao_slurm_tui.core.slurm import controller_unreachable
 from tao_slurm_tui.core.slurm_poll import PollOutput, parse_poll_output, queue_command
-from tao_slurm_tui.core.slurm_text import expand_nodelist
+from tao_slurm_tui.core.slurm_text import federated
 from tao_slurm_tui.core.tick_reads import (
     STATUS_TAIL_LIVE,
-    FinishedReads,
-    finished_reads_command,
     marker,
-    parse_finished_reads,
     parse_sections,
     split_status_tails,
     status_tail_command,
 )
-from tao_slurm_tui.errors import TaoError
 from tao_slurm_tui.remote.connection import FramedRemote, RemoteError
 from tao_slurm_tui.services.accounting_followup import AccountingFollowUp
 from tao_slurm_tui.services.cancel import Canceller
-from tao_slurm_tui.services.disk_space import probe_space
+from tao_slurm_tui.services.controller_watch import ControllerWatch
 from tao_slurm_tui.services.job_cache import JobCache
-from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent, copy_of
+from tao_slurm_tui.services.job_update import JobUpdate, MonitorEvent
 from tao_slurm_tui.services.locks import RetryLock, retry_lock, submit_lock
 from tao_slurm_tui.services.pipeline_follow import PipelineFollower
+from tao_slurm_tui.services.retrier import Resubmit, Retrier
 from tao_slurm_tui.services.run_follow import RunFollower
 from tao_slurm_tui.services.site_watch import SiteWatch
 from tao_slurm_tui.services.store import JobStore
@@ -98,14 +94,6 @@ log = logging.getLogger(__name__)
 
 MIN_INTERVAL = 2.0
 """Shortest poll interval allowed (SLURM controllers do not like being hammered)."""
-
-
-class Resubmit(Protocol):
-    """``Submitter.resubmit``: submit a new attempt of ``job`` exactly once and record it."""
-
-    def __call__(
-        self, job: JobRecord, *, exclude_nodes: Iterable[str] = (), reason: str = ""
-    ) -> Awaitable[Attempt]: ...
 
 
 Reconcile = Callable[[JobRecord], Awaitable[JobRecord]]
@@ -123,6 +111,12 @@ class TickResult:
     events: list[MonitorEvent] = field(default_factory=list)
     round_trips: int = 0
     """Remote commands this tick waited for (1, or 2 when a job newly finished and needed more)."""
+    asked: bool = False
+    """True when squeue ran in this tick (always, unless the monitor is paced)."""
+    asked_by: str = ""
+    """Why a paced tick asked: ``events`` (a job's run events changed) or the pace's reason
+    (``first``, ``new``, ``passing``, ``running``, ``pending``, ``legacy``, ``failure``,
+    ``full``, ``accounting``); ``every`` for an unpaced monitor."""
     accounting: list[str] = field(default_factory=list)
     """SLURM ids sent to the background sacct follow-up (not awaited by this tick)."""
     warning: str = ""
@@ -138,6 +132,14 @@ class _Poll:
     output: PollOutput
     live_status: dict[str, str]
     """Job id → the tail of its status.json (jobs last seen running)."""
+    asked: bool = True
+    """True when squeue ran (a paced tick may read only the run events and status.json)."""
+    asked_by: str = "every"
+    """Why squeue ran (see :attr:`TickResult.asked_by`)."""
+    events: EventsAnswer | None = None
+    """What the run events part printed (a paced tick), taken into the watch only once the
+    whole tick has succeeded: a tick cut short leaves the sizes as they were, so the next one
+    sees the same change again."""
     stdout: str = ""
     """The whole answer (the trainings' run reads are parsed from it after the merge)."""
 
@@ -157,8 +159,11 @@ class Monitor:
         clock: Callable[[], float] = time.time,
         max_retries: int = retry_rules.DEFAULT_MAX_RETRIES,
         lock_path: str | os.PathLike[str] | None = None,
+        paced: bool = False,
     ) -> None:
         """Create a monitor (nothing is polled yet).
+
+        Long because: one assignment per part the tick uses, each with its docstring.
 
         Args:
             conn: the profile's one connection.
@@ -173,13 +178,13 @@ class Monitor:
             clock: time source (tests).
             max_retries: retry budget per job (client retries plus SLURM requeues).
             lock_path: the cross-process retry/cancel lock; default next to the store's file.
+            paced: ask slurmctld only when the jobs' run events cannot tell (ControllerWatch).
         """
         self.conn = conn
         self.store = store
         self.profile_name = profile_name
         self.profile = profile
         """The profile (replaced when the user saves an edit of it)."""
-        self.resubmit = resubmit
         self.reconcile = reconcile
         self.clock = clock
         self.max_retries = max_retries
@@ -199,9 +204,21 @@ class Monitor:
         )
         self.site = SiteWatch(conn, timeout=self._timeout, clock=clock)
         """Reservations and drained nodes, for the words behind a pending reason."""
+        self.retrier = Retrier(
+            conn,
+            store,
+            profile_name,
+            lambda: self.profile,
+            lock=self.lock,
+            resubmit=resubmit,
+            max_retries=max_retries,
+        )
+        """The second round trip for newly finished jobs; requeues, verdicts, retries."""
         self.pipelines = PipelineFollower(
             conn, store, profile_name, canceller=self.canceller, timeout=self._timeout
         )
+        self.watch = ControllerWatch(clock) if paced else None  # run events, pace of squeue
+        self._folded: dict[str, str] = {}  # job id → the status.json tail folded last
         self.runs = RunFollower(store, profile_name, lambda: self.profile.results_root, clock)
         """TAO trainings across slices: runs, resume verdicts, KPI series."""
         self._tick_lock = asyncio.Lock()
@@ -211,17 +228,21 @@ class Monitor:
 
     # ------------------------------------------------------------------ tick
 
-    async def tick(self) -> TickResult:
+    async def tick(self, *, full: bool = False) -> TickResult:
         """Poll once: one round trip for all active jobs (two when a job newly finished and its
         ``status.json`` or log tail is needed), retries performed, store updated.
+
+        Args:
+            full: a paced monitor asks squeue in this tick whatever the pace says (a refresh
+                the user asked for). An unpaced monitor always does.
 
         Raises:
             RemoteError: the cluster could not be reached; nothing was changed.
         """
         async with self._tick_lock:  # ticks never overlap
-            return await self._tick()
+            return await self._tick(full)
 
-    async def _tick(self) -> TickResult:
+    async def _tick(self, full: bool) -> TickResult:
         every = await self._jobs_after_reconciling()
         jobs = [j for j in every if not j.status.terminal and j.submitted and j.attempts]
         result = TickResult(jobs=every)
@@ -229,21 +250,28 @@ class Monitor:
             self.jobs.keep_merges_of(())  # (what the next merge compares against: active only)
             self.accounting.rest()
             return result
-        poll = await self._poll(jobs, result)
-        work = self._merge(jobs, poll)
+        poll = await self._poll(jobs, result, full)
+        result.asked, result.asked_by = poll.asked, poll.asked_by if poll.asked else ""
+        work = self._merge(jobs, poll) if poll.asked else self._carry_forward(jobs, poll)
         self.runs.take(poll.stdout, work)
-        result.accounting = self.accounting.send()
+        if poll.asked:
+            result.accounting = self.accounting.send()
         result.warning = result.warning or self.accounting.warning
         pending = [w for w in work.values() if w.pending]
         if pending:
-            await self._read_finished(pending)
+            await self.retrier.read_finished(pending)
             result.round_trips += 1
         for w in work.values():
-            await self._settle(w)
+            await self.retrier.settle(w)
         self._save_all(work, result)
         if any(j.pipeline_id for j in self.jobs.records()):
             await self._follow_pipelines(result)
+        if self.watch is not None and poll.events is not None:
+            self.watch.take(poll.events, jobs)
         self._forget_ended(jobs, poll.ids)
+        if self.watch is not None and poll.asked:
+            active = [r for j in jobs if not (r := self.jobs.get(j.id) or j).status.terminal]
+            self.watch.answered(active, ok=poll.output.squeue_rc == 0)
         active = [j for j in self.jobs.records() if not j.status.terminal and j.submitted]
         self.site.send(active)
         explained = self.site.explain(self.store, self.profile_name, active)
@@ -262,18 +290,28 @@ class Monitor:
             every = self.jobs.jobs()
         return every
 
-    async def _poll(self, jobs: Sequence[JobRecord], result: TickResult) -> _Poll:
-        """The one round trip: the queue, and the status.json of the jobs last seen running."""
+    async def _poll(self, jobs: Sequence[JobRecord], result: TickResult, full: bool) -> _Poll:
+        """The one round trip: the queue (a paced tick: the run events, and the queue only when
+        they changed or the pace says so), and the status.json of the jobs last seen running."""
         ids = {j.id: j.attempts[-1].slurm_job_id for j in jobs}
         results_dirs = {
             j.id: JobPaths(j.base_results_dir or self.profile.results_root, j.id).results_dir
             for j in jobs
             if j.status in (TaoStatus.RUNNING, TaoStatus.PAUSED)
         }
-        # A nonce per command frames what the job's files hold (tick_reads): their lines can
-        # neither open another job's part nor pass for queue rows.
+        # A nonce per command frames what the job's files hold (tick_reads, run_events): their
+        # lines can neither open another job's part nor pass for queue rows.
         nonce = secrets.token_hex(8)
-        command = queue_command()
+        watch = self.watch
+        local = not federated(ids.values())
+        if watch is None:
+            command = queue_command(local=local)
+        else:
+            events = watch.paths(jobs, self.profile.results_root)
+            busy = self.accounting.waiting(ids.values())
+            why = watch.should_ask(jobs, full=full, accounting=busy)
+            first_parts = events_parts(list(events.values()), watch.sizes, bool(why), nonce)
+            command = queue_command(local=local, first=first_parts, when=ASK_CONDITION)
         extra = status_tail_command(results_dirs, STATUS_TAIL_LIVE, nonce)
         runs = self.runs.command(jobs, nonce)  # the trainings' new status.json bytes, same trip
         for part in (extra, runs):
@@ -281,15 +319,21 @@ class Monitor:
                 command = f"{command}; {part}"
         first = await self.conn.run_framed(command, timeout=self.profile.command_timeout)
         result.round_trips = 1
-        # The queue's part ends where the files' parts begin (their markers carry the nonce).
+        # The queue's part ends where the files' parts begin (their markers carry the nonce);
+        # a paced tick's starts after its events part (whose last marker carries it too).
         queue_text = first.stdout.partition(f"\n{marker(nonce)}")[0]
+        asked, asked_by, answer = True, "every", None
+        if watch is not None:
+            events_text, queue_text = split_events(queue_text, nonce)
+            answer = parse_events(events_text, events, nonce)
+            asked, asked_by = answer.asked, "events" if answer.printed or not why else why
         output = parse_poll_output(queue_text, wanted=set(ids.values()))
-        if not output.complete:
+        if not output.complete or (answer is not None and not answer.complete):
             raise RemoteError(
                 "The poll command's output was cut short "
                 f"({(first.stderr.strip() or 'no message')[:200]}); the next tick retries."
             )
-        if output.squeue_rc != 0:
+        if asked and output.squeue_rc != 0:
             # The controller is down or slow: accounting may still answer (in the background).
             detail = output.squeue_messages[:1] or [f"rc {output.squeue_rc}"]
             result.warning = controller_unreachable(detail[0]) or f"squeue failed: {detail[0]}"
@@ -298,7 +342,7 @@ class Monitor:
         output.sacct_rows = self.accounting.rows_for(ids.values())
         sections = parse_sections(first.stdout, nonce)
         live_status = split_status_tails(sections.get(("status", ""), []), results_dirs, nonce)
-        return _Poll(ids, output, live_status, first.stdout)
+        return _Poll(ids, output, live_status, asked, asked_by, answer, first.stdout)
 
     def _merge(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
         """Merge what the poll says into a copy of each job that something new is known about;
@@ -313,6 +357,8 @@ class Monitor:
             if self._nothing_new(job, sid, inputs, text):
                 continue  # no merge, no store access: the common case of a waiting job
             self.jobs.remember_merge(job, inputs)
+            if text is not None:
+                self._folded[job.id] = text
             w = work[job.id] = JobUpdate.of(job, text)
             w.merge(poll.output.snapshot(sid), self.accounting, self.max_retries)
             self.accounting.ask_if_needed(sid, w.snap, listed=row is not None)
@@ -323,6 +369,27 @@ class Monitor:
                 and not (w.snap and w.snap.found)
                 and self.accounting.lost(sid)
             )
+        return work
+
+    def _carry_forward(self, jobs: Sequence[JobRecord], poll: _Poll) -> dict[str, JobUpdate]:
+        """A tick that did not ask squeue: what the running jobs' status.json says (progress),
+        and their elapsed time carried forward on the clock; SLURM's word stands otherwise."""
+        work: dict[str, JobUpdate] = {}
+        watch = self.watch
+        for job in jobs:
+            text = poll.live_status.get(job.id)
+            new_text = text is not None and text != self._folded.get(job.id)
+            elapsed = watch.elapsed_now(job.attempts[-1]) if watch is not None else None
+            if not new_text and elapsed is None:
+                continue
+            w = work[job.id] = JobUpdate.of(job, None)
+            if new_text and text is not None:
+                w.fold_status(text)
+                self._folded[job.id] = text
+            if elapsed is not None:
+                w.job.attempts[-1] = replace(w.job.attempts[-1], elapsed=elapsed)
+            if w.job.status is TaoStatus.RUNNING:
+                w.job.message = w.job.progress.message or ""  # as a merge of RUNNING sets it
         return work
 
     def _nothing_new(self, job: JobRecord, sid: str, inputs: Any, status_text: str | None) -> bool:
@@ -355,6 +422,9 @@ class Monitor:
         live = [j.id for j in jobs if not (self.jobs.get(j.id) or j).status.terminal]
         self.accounting.keep_only(ids[i] for i in live)
         self.jobs.keep_merges_of(live)
+        self._folded = {i: self._folded[i] for i in live if i in self._folded}
+        if self.watch is not None:
+            self.watch.forget_all_but(ids[i] for i in live)
 
     # ------------------------------------------------------------------ accounting follow-up
 
@@ -373,145 +443,6 @@ class Monitor:
         """
         news = await self.accounting.wait()
         return await self.site.news() or news
-
-    # ------------------------------------------------------------------ second round trip
-
-    async def _read_finished(self, pending: list[JobUpdate]) -> None:
-        """The second round trip: what the jobs that newly finished need, for all at once."""
-        reads = FinishedReads()
-        for w in pending:
-            w.add_reads(reads, self.profile.results_root)
-        nonce = secrets.token_hex(8)
-        result = await self.conn.run_framed(
-            finished_reads_command(reads, nonce), timeout=self.profile.command_timeout
-        )
-        try:
-            answers = parse_finished_reads(result.stdout, reads, nonce)
-        except ValueError:
-            raise RemoteError(
-                "Reading the logs of finished jobs was cut short; the next tick retries."
-            ) from None
-        for w in pending:
-            w.take_answers(answers)
-
-    # ------------------------------------------------------------------ decisions
-
-    async def _settle(self, w: JobUpdate) -> None:
-        """Decide on a job the merge left open: its requeue, its verdict, its retry."""
-        merged = w.job
-        if w.need_requeue_reason:
-            w.note_requeue()
-        if w.need_status:
-            w.complete()
-        if w.need_logs:
-            await self._maybe_retry(w)
-        elif w.lost:
-            await self._retry(w, _lost_decision(w.job, self.max_retries), exclude=[])
-        w.note_status_change(merged)
-
-    async def _maybe_retry(self, w: JobUpdate) -> None:
-        """A failed attempt: Error, or (infrastructure, budget left) resubmitted exactly once
-        across processes under the same id, with the failed nodes excluded if the partition
-        has enough others. Long because: the not-retried message and the resubmission
-        under its lock are one sequence on the same job's record."""
-        job = w.job
-        attempt = job.attempts[-1]
-        decision = retry_rules.classify(
-            attempt.state, w.log_tails, job.infra_retries, self.max_retries
-        )
-        if not decision.retry:
-            job.status = TaoStatus.ERROR
-            # A full disk (its figures), TAO's own words, else the classification (a runtime
-            # cause in its own words: no quoted line).
-            quoted = f" ({decision.line})" if decision.line and not decision.field else ""
-            disk = await self._full_disk(job, w.log_tails, decision)
-            job.message = disk or w.tao_failure() or decision.reason + quoted
-            return
-        if self.resubmit is None:
-            job.status = TaoStatus.ERROR
-            job.message = (
-                f"{decision.reason} (This monitor cannot resubmit, so it was not retried.)"
-            )
-            return
-        needed = int(job.spec.get("num_nodes", 1) or 1)
-        exclude = retry_rules.nodes_to_exclude(
-            expand_nodelist(attempt.nodes), w.partition_nodes, needed
-        )
-        await self._retry(w, decision, exclude)
-
-    async def _retry(
-        self, w: JobUpdate, decision: retry_rules.RetryDecision, exclude: list[str]
-    ) -> None:
-        """Resubmit the job exactly once across processes (or end it in Error saying why)."""
-        job = w.job
-        attempt = job.attempts[-1]
-        if not decision.retry or self.resubmit is None:
-            job.status = TaoStatus.ERROR
-            job.message = decision.reason + (
-                " (This monitor cannot resubmit, so it was not retried.)" if decision.retry else ""
-            )
-            return
-        async with self.lock.held():
-            # Another process (the TUI, a CLI) may have retried or cancelled it meanwhile.
-            current = self.store.get(self.profile_name, job.id)
-            if (
-                current is None
-                or current.status.terminal
-                or (current.attempts and current.attempts[-1].number != attempt.number)
-            ):
-                w.job = current or job
-                w.before = copy_of(w.job)
-                return
-            self.store.save_attempt(
-                self.profile_name, job.id, replace(attempt, retry_reason=decision.reason)
-            )
-            job = self.store.require(self.profile_name, job.id)
-            try:
-                new = await self.resubmit(job, exclude_nodes=exclude, reason=decision.reason)
-            except TaoError as exc:
-                w.job = job
-                job.status = TaoStatus.ERROR
-                job.message = f"{decision.reason} The resubmission failed: {exc}"
-                return
-        fresh = self.store.require(self.profile_name, job.id)
-        fresh.status = TaoStatus.PENDING
-        fresh.slurm_state = "PENDING"
-        fresh.message = f"Retry {fresh.infra_retries} of {self.max_retries}: {decision.reason}"
-        w.job = fresh
-        text = (
-            f"{job.id} was retried as SLURM job {new.slurm_job_id}"
-            + (f" excluding {','.join(exclude)}" if exclude else "")
-            + f": {decision.reason}"
-        )
-        w.events.append(MonitorEvent(job.id, "retried", text))
-
-    async def _full_disk(
-        self, job: JobRecord, tails: list[str] | None, decision: retry_rules.RetryDecision
-    ) -> str:
-        """The sentence for a job that failed writing to a full (or over-quota) file system:
-        its log says so, or it says nothing (a full results file system also eats the log)
-        and the file system under its results is full now. '' otherwise. One extra round trip,
-        only for such a failure."""
-        line = disk_full_line(tails or [])
-        if not line and decision.family:
-            return ""  # the log names another cause
-        base = job.base_results_dir or self.profile.results_root
-        path = path_in(line) or base
-        space = await probe_space(self.conn, self.profile, [path])
-        usage = space.of(path)
-        kind = disk_full_kind(line) if line else ""
-        if not kind and not (usage is not None and is_nearly_full(usage)):
-            return ""
-        what = role_of(path, space, self.profile.results_root)
-        told = disk_full_sentence(
-            kind or FULL,
-            space,
-            path,
-            what=what,
-            then="free space there, then clone the job (e) and submit it again",
-            user=self.profile.user,
-        )
-        return f"The job stopped because {told[0].lower()}{told[1:]}"
 
     # ------------------------------------------------------------------ saving
 
@@ -563,6 +494,12 @@ class Monitor:
         if moves.touched:
             self.jobs.reload(moves.touched)  # (and whatever was written since, next tick)
 
+    async def close(self) -> None:
+        """Stop the background calls no tick awaits (the sacct follow-up, the site's fetch),
+        while the loop and the connection still run."""
+        await self.accounting.close()
+        await self.site.close()
+
     async def cancel(self, job_id: str) -> JobRecord:
         """Cancel one job and the steps of its pipeline after it (:meth:`Canceller.cancel`)."""
         return await self.canceller.cancel(job_id)
@@ -584,17 +521,3 @@ class Monitor:
             await self.reconcile(job)
             changed = True
         return changed
-
-
-def _lost_decision(job: JobRecord, max_retries: int) -> retry_rules.RetryDecision:
-    """A submitted attempt neither squeue nor sacct knows (SLURM lost it: a primary controller
-    that crashed before saving its state forgets the jobs of its last seconds)."""
-    what = (
-        f"SLURM lost job {job.slurm_job_id}: neither its queue nor its accounting knows it (a "
-        "controller that failed over right after the submission forgets such jobs)"
-    )
-    if job.infra_retries >= max_retries:
-        return retry_rules.RetryDecision(
-            False, f"{what}, and the retry budget ({max_retries}) is used up; submit it again."
-        )
-    return retry_rules.RetryDecision(True, f"{what}; submitted again.", "lost by SLURM")

@@ -34,6 +34,7 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotEx
 
 from tao_slurm_tui.core.models import JobRecord, TaoStatus
 from tao_slurm_tui.core.shown import Shown, shown
+from tao_slurm_tui.widgets.drawn_cells import DrawnCellsTable
 from tao_slurm_tui.widgets.job_cells import job_plain_cells
 from tao_slurm_tui.widgets.pipeline_rows import PipelineRow, row_order
 from tao_slurm_tui.widgets.plain import plain_line
@@ -140,7 +141,7 @@ class DiffStats:
     removed: int = 0
 
 
-class JobTable(DataTable[Cell]):
+class JobTable(DrawnCellsTable[Cell]):
     """The jobs of the queue, one row per job id."""
 
     class Sorted(Message):

@@ -13,7 +13,7 @@ import pytest
 
 from tests import sandbox
 from tests.faults import daemons
-from tests.integration.conftest import h  # noqa: F401 - the same harness fixture
+from tests.integration.conftest import h, paced  # noqa: F401 - the same harness fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
 

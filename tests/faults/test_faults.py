@@ -194,17 +194,20 @@ async def test_slurmctld_restarted_mid_poll(h: Harness) -> None:
 async def test_slurmdbd_stopped_for_a_minute(h: Harness) -> None:
     """sacct fails while the job finishes: no wrong final state meanwhile, and the job ends
     Complete once accounting is back."""
-    name = unique("fdbd")
+    await slurmdbd_stopped_while_a_job_ends(h, unique("fdbd"))
+
+
+async def slurmdbd_stopped_while_a_job_ends(h: Harness, name: str) -> None:
+    """A 5 s job runs and ends while slurmdbd is stopped for a minute: it stays Running (or
+    Complete) meanwhile and ends Complete, in one attempt, once accounting is back."""
     await h.submit(name, "sleep 5")
     await h.tick_until(name, lambda j: j.status is TaoStatus.RUNNING)
     daemons.stop("slurmdbd")
     try:
         stop = time.monotonic() + 60
-        warned = False
         while time.monotonic() < stop:
             try:
-                result = await h.monitor.tick()
-                warned = warned or bool(result.warning)
+                await h.monitor.tick()
             except TaoError as exc:
                 one_sentence(str(exc))
             job = h.store.require(PROFILE, name)

@@ -20,11 +20,13 @@ from tests.ready import ssh_agent_answers, wait_until
 
 
 @contextlib.asynccontextmanager
-async def harness(profile: Profile, store: JobStore) -> AsyncIterator[Harness]:
+async def harness(
+    profile: Profile, store: JobStore, *, paced: bool = False
+) -> AsyncIterator[Harness]:
     """A connection with ``profile``, and the monitor test harness over ``store`` (jobs it
     submitted are cancelled afterwards, the store closed)."""
     async with Connection(profile) as conn:
-        h = Harness(conn, store, profile)
+        h = Harness(conn, store, profile, paced=paced)
         try:
             yield h
         finally:
@@ -36,6 +38,14 @@ async def harness(profile: Profile, store: JobStore) -> AsyncIterator[Harness]:
 async def h(sandbox_profile: Profile, tmp_path: Path) -> AsyncIterator[Harness]:
     """A connection to the sandbox, a fresh store, and the monitor test harness."""
     async with harness(sandbox_profile, JobStore(tmp_path / "state.db")) as hh:
+        yield hh
+
+
+@pytest.fixture
+async def paced(sandbox_profile: Profile, tmp_path: Path) -> AsyncIterator[Harness]:
+    """The harness with a paced monitor (the queue screen's): slurmctld asked when the jobs'
+    run events change or the pace says so."""
+    async with harness(sandbox_profile, JobStore(tmp_path / "state.db"), paced=True) as hh:
         yield hh
 
 

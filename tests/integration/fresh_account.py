@@ -63,7 +63,6 @@ def password_sshd(root: Path, user: str) -> Iterator[tuple[int, Path]]:
     host_key = root / "host_ed25519"
     _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key))
     port = free_port()
-    base = (sandbox.STATE_DIR / "ssh" / "sshd_config").read_text().splitlines()
     replaced = {
         "Port": str(port),
         "HostKey": str(host_key),
@@ -73,6 +72,15 @@ def password_sshd(root: Path, user: str) -> Iterator[tuple[int, Path]]:
         "UsePAM": "no",
         "AllowUsers": user,
     }
+    with second_sshd(root, replaced, f"the password sshd on port {port}"):
+        yield port, Path(f"{host_key}.pub")
+
+
+@contextlib.contextmanager
+def second_sshd(root: Path, replaced: dict[str, str], what: str) -> Iterator[None]:
+    """An sshd with the sandbox's config but for the ``replaced`` settings (its config and log
+    under ``root``), up (its banner answers) until the block ends."""
+    base = (sandbox.STATE_DIR / "ssh" / "sshd_config").read_text().splitlines()
     lines = [ln for ln in base if ln.split(" ", 1)[0] not in replaced]
     lines += [f"{k} {v}" for k, v in replaced.items()]
     config = root / "sshd_config"
@@ -83,12 +91,12 @@ def password_sshd(root: Path, user: str) -> Iterator[tuple[int, Path]]:
         )
     try:
         wait_until(
-            lambda: ssh_banner(sandbox.HOST, port),
-            f"the password sshd on port {port}",
+            lambda: ssh_banner(sandbox.HOST, int(replaced["Port"])),
+            what,
             alive=lambda: proc.poll() is None,
             detail=lambda: (root / "sshd.log").read_text(),
         )
-        yield port, Path(f"{host_key}.pub")
+        yield
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -86,8 +86,14 @@ def job_spec(name: str, command: str, **spec: Any) -> SpecDraft:
 class Harness:
     """A connection, a store, a submitter and a monitor for one test."""
 
-    def __init__(self, conn: Connection, store: JobStore, profile: Profile) -> None:
+    def __init__(
+        self, conn: Connection, store: JobStore, profile: Profile, *, paced: bool = False
+    ) -> None:
         self.conn = conn
+        self.paced = paced
+        """The monitor asks slurmctld at its pace, from the jobs' run events (the TUI's)."""
+        self.skew = 0.0
+        """Seconds the monitor's clock is ahead of the real one (to reach the pace at once)."""
         self.counting = CountingConn(conn)
         self.store = store
         self.profile = profile
@@ -102,6 +108,8 @@ class Harness:
             self.profile,
             resubmit=self.submitter.resubmit,
             reconcile=self.submitter.reconcile_interrupted,
+            clock=lambda: time.time() + self.skew,
+            paced=self.paced,
         )
 
     async def submit(self, name: str, command: str, **spec: Any) -> JobRecord:

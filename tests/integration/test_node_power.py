@@ -122,3 +122,14 @@ async def test_no_requeue_job_is_retried_by_the_client_with_exclude(h: Harness) 
     assert second.slurm_job_id != first.slurm_job_id and node not in second.nodes
     events = [e.text for e in h.store.events(PROFILE, name)]
     assert any(f"as SLURM job {second.slurm_job_id} excluding {node}" in t for t in events), events
+
+
+async def test_a_paced_monitor_sees_the_lost_node(paced: Harness) -> None:
+    # The queue screen's monitor: the dead node's job wrote no "end" line, so only the pace
+    # (a running job: slurmctld asked every minute) can find the NODE_FAIL.
+    name = unique("poweroff-paced")
+    job, node = await power_off_under(paced, name, use_requeue=False)
+    assert job.status is TaoStatus.COMPLETE, job.status_json()
+    first, second = job.attempts
+    assert first.state == "NODE_FAIL" and first.nodes == node
+    assert second.slurm_job_id != first.slurm_job_id and node not in second.nodes

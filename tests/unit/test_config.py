@@ -50,7 +50,7 @@ def test_defaults_are_the_platforms() -> None:
     assert p.partitions == ["polar", "polar3", "polar4", "grizzly"]
     assert p.container_runtime == "pyxis"
     assert p.max_gpus_per_node == 8
-    assert Settings().poll_interval == 10.0
+    assert Settings().poll_interval == 2.0
 
 
 def test_xdg_dirs_are_honoured(_isolated_xdg: Path) -> None:
@@ -306,10 +306,10 @@ def test_save_keeps_a_default_value_written_out_and_drops_a_changed_one(tmp_path
     cfg.settings.profiles["other"] = cfg.settings.profiles["other"].model_copy(
         update={"time_hours": 4.0}  # back to the default
     )
-    cfg.settings.poll_interval = 10.0  # the default: written in place
+    cfg.settings.poll_interval = 2.0  # the default: written in place
     cfg.save()
     text = path.read_text()
-    assert text == COMMENTED.replace("poll_interval = 5", "poll_interval = 10.0"), text
+    assert text == COMMENTED.replace("poll_interval = 5", "poll_interval = 2.0"), text
     assert load_settings(path) == cfg.settings
 
 

@@ -94,6 +94,7 @@ class _Writer:
 
     def write(self, data: bytes) -> None:
         if self._commands:
+            self._link.world.move_on()
             text = data.decode("utf-8")
             self._link.world.commands.append(text)
             data = self._link.map_in(text).encode("utf-8")
@@ -224,6 +225,7 @@ class LocalLink:
             await asyncio.sleep(self.world.delay)
         shell = command == SHELL_COMMAND
         if not shell:
+            self.world.move_on()
             command = unwrap(command)
             self.world.commands.append(command)
             for pattern, event in list(self.world.holds):
@@ -361,6 +363,13 @@ class FakeCluster:
     def __init__(self, world: World) -> None:
         self.world = world
         """The cluster every connection reaches."""
+
+    @property
+    def jobs_write_events(self) -> bool:
+        """A world whose jobs move on their own (demo mode) writes run events and is watched
+        at the pace a real cluster is; a test's world moves when the test (or a SLURM tool)
+        says, so a monitor over it runs squeue every tick."""
+        return self.world.paced
 
     def connection(
         self, profile: Profile, *, on_state: StateCallback | None = None

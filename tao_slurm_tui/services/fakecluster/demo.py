@@ -66,6 +66,7 @@ class Demo:
         poll_interval: float = 10.0,
         profiles: Mapping[str, Profile] | None = None,
         workstation: bool = True,
+        paced: bool | None = None,
     ) -> None:
         """Open (or create and seed) the demo in ``directory``.
 
@@ -78,10 +79,13 @@ class Demo:
                 first is the default profile.
             workstation: the demo profile's key and known_hosts live in the demo directory
                 (demo mode); False: the usual ``~/.ssh`` ones (the tests' HOME).
+            paced: the clusters' jobs move on their own and the monitor asks squeue at its
+                pace (:attr:`World.paced`); None: when the clock runs (demo mode).
         """
         self.directory = Path(directory).resolve()
         self.now = now
         self.pipeline = pipeline
+        self.paced = paced
         self.store = JobStore(self.directory / "state.db")
         """The workstation's store of every profile."""
         self.worlds: dict[str, World] = {}
@@ -118,7 +122,7 @@ class Demo:
         with _locked(self.directory):
             path = self.directory / "clusters" / name
             fresh = not path.exists()
-            world = World(path)
+            world = World(path, paced=self.now is None if self.paced is None else self.paced)
             world.host_keys.update(seed.HOST_KEYS)
             if fresh:
                 primary = name == seed.PROFILE_NAME

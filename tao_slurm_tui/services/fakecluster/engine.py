@@ -234,7 +234,11 @@ def live(job: Job) -> bool:
 
 
 def end_job(state: State, job: Job, job_state: str, at: float, exit_code: str) -> None:
-    """End ``job`` (its nodes are free again)."""
+    """End ``job`` (its nodes are free again). A job whose batch script ran writes its ``end``
+    run event, as the script's EXIT trap does; one cancelled while pending, or whose node
+    failed, writes none (the monitor must learn those from the controller)."""
+    if job["start"] is not None and job_state != "NODE_FAIL":
+        run_event(state, job, "end", at, f"rc={exit_status(exit_code)}")
     job["state"] = job_state
     job["end"] = at
     job["exit_code"] = exit_code
@@ -249,6 +253,23 @@ def end_job(state: State, job: Job, job_state: str, at: float, exit_code: str) -
         # TAO 7.3 writes no SUCCESS line: the run's last lines are these two, then exit 0.
         _write_status(state, job, {"status": "RUNNING", "message": "Training loop complete."}, at)
         _write_status(state, job, {"status": "RUNNING", "message": train["success"]}, at)
+
+
+def run_event(state: State, job: Job, kind: str, at: float, detail: str) -> None:
+    """Append a run event line to the job's ``events`` file, next to its ``main.out``, as the
+    batch script writes it (``start <restart> <unix time> <node>``, ``end ... rc=N``)."""
+    if not job.get("stdout"):
+        return
+    path = os.path.join(os.path.dirname(local(state, job["stdout"])), "events")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"{kind} {int(job.get('restarts', 0))} {at:.6f} {detail}\n")
+
+
+def exit_status(exit_code: str) -> int:
+    """The status bash's EXIT trap sees for SLURM's ``code:signal`` (128 + a signal)."""
+    code, _, signal = exit_code.partition(":")
+    return 128 + int(signal) if signal not in ("", "0") else int(code or 0)
 
 
 def gpus_free(state: State, node: Job) -> int:
@@ -333,6 +354,7 @@ def _maybe_start(state: State, job: Job, at: float) -> None:
         return
     start = max(float(job["eligible"]) + delay, site.start_after(job, at))
     job.update(state="RUNNING", reason="None", node_list=node, start=start)
+    run_event(state, job, "start", float(job["start"]), node)
     train = job.get("train")
     if train:
         train["t0"] = job["start"]

@@ -347,6 +347,10 @@ def _cluster_job(
         max_rss="21480M" if start is not None else "",
         pinned=run.state == "PENDING",
     )
+    if start is not None:  # its batch script ran: the run events it wrote
+        engine.run_event(state, job, "start", start, run.node)
+        if end is not None and run.state != "NODE_FAIL":
+            engine.run_event(state, job, "end", end, f"rc={engine.exit_status(job['exit_code'])}")
     if run.state == "SUSPENDED":
         job["suspended_at"] = at
     if run.state == "CANCELLED":

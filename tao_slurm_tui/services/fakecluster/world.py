@@ -36,11 +36,18 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 class World:
     """One fake cluster on this machine (see the module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, user: str = "researcher") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, user: str = "researcher", paced: bool = False
+    ) -> None:
         """Open the world at ``path``, creating its directories and tools if they are missing.
 
         The path may contain only letters, digits and ``/._-``: the fake maps cluster paths
         into it inside command lines, where no quoting may be needed.
+
+        ``paced``: the jobs move on their own, as a real cluster's do: the world is brought up
+        to the clock before every command the services send (not only when a SLURM tool runs),
+        so the run events the jobs write (:func:`.engine.run_event`) tell a watching monitor of
+        a start or an end without squeue, and the monitor over it is paced (demo mode).
         """
         self.path = Path(path).resolve()
         """The world directory."""
@@ -64,6 +71,8 @@ class World:
         """Live fake SSH connections (to drop them, see :meth:`drop`)."""
         self.holds: list[tuple[str, asyncio.Event]] = []
         """Commands containing a pattern wait for its event (see :meth:`hold`)."""
+        self.paced = paced
+        """The jobs move on their own (see above): a monitor over this world is paced."""
         if not (self.path / engine.STATE_FILE).exists():
             self._create()
         else:
@@ -160,6 +169,13 @@ class World:
         with engine.locked(str(self.path)) as state:
             engine.catch_up(state)
             yield state
+
+    def move_on(self) -> None:
+        """Bring the jobs up to the clock now, when they move on their own (:attr:`paced`):
+        before each command, since a real cluster's jobs run whether or not a tool asks."""
+        if self.paced:
+            with self.edit():
+                pass
 
     def job(self, name_or_id: str) -> Job:
         """A copy of the latest SLURM job with this id or name (KeyError if none)."""
