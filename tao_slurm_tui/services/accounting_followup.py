@@ -81,6 +81,9 @@ class AccountingFollowUp:
         self._missing: dict[str, tuple[int, float]] = {}
         """Ids sacct answered about without a row (or only the transient ``allocation`` one a lost
     job keeps): id → (answers, first answer)."""
+        self._runaway: dict[str, tuple[int, float]] = {}
+        """Ids sacct calls pending or running while squeue, answering, does not list them:
+    id → (ticks, first seen)."""
         self._task: asyncio.Task[bool] | None = None
         self._error = ""
 
@@ -134,6 +137,27 @@ class AccountingFollowUp:
         count, since = self._missing.get(sid, (0, self.clock()))
         return count >= LOST_ANSWERS and self.clock() - since >= LOST_SECONDS
 
+    def runaway(self, sid: str, unlisted_but_live: bool) -> bool:
+        """True when sacct has called ``sid`` pending or running while squeue, answering, did
+        not list it, for :data:`LOST_ANSWERS` ticks and :data:`LOST_SECONDS`: the controller
+        lost a job whose start accounting had already recorded (SLURM's "runaway jobs": a
+        primary that crashed before saving its state, after the job started). squeue lists
+        every job it knows, ended ones too until ``MinJobAge``, so only a job it forgot is
+        missing while accounting says it has not ended.
+
+        Args:
+            sid: the SLURM job id.
+            unlisted_but_live: this tick, squeue answered without ``sid`` and sacct's state
+                for it is not a finished one (False forgets what was counted).
+        """
+        if not unlisted_but_live:
+            self._runaway.pop(sid, None)
+            return False
+        now = self.clock()
+        count, since = self._runaway.get(sid, (0, now))
+        self._runaway[sid] = (count + 1, since)
+        return count + 1 >= LOST_ANSWERS and now - since >= LOST_SECONDS
+
     def settled(self, sid: str) -> None:
         """The state of ``sid`` is acted on: stop counting it as unsettled."""
         self._unsettled.pop(sid, None)
@@ -171,6 +195,7 @@ class AccountingFollowUp:
         self._rows = {k: v for k, v in self._rows.items() if k in keep}
         self._unsettled = {k: v for k, v in self._unsettled.items() if k in keep}
         self._missing = {k: v for k, v in self._missing.items() if k in keep}
+        self._runaway = {k: v for k, v in self._runaway.items() if k in keep}
 
     def rest(self) -> None:
         """No active job is left: there is nothing sacct could be asked about."""
@@ -179,7 +204,7 @@ class AccountingFollowUp:
     @property
     def holds_nothing(self) -> bool:
         """True when no rows and no unsettled states are kept."""
-        return not self._rows and not self._unsettled and not self._missing
+        return not (self._rows or self._unsettled or self._missing or self._runaway)
 
     # ------------------------------------------------------------------ the call
 

@@ -362,12 +362,13 @@ class Monitor:
             w = work[job.id] = JobUpdate.of(job, text)
             w.merge(poll.output.snapshot(sid), self.accounting, self.max_retries)
             self.accounting.ask_if_needed(sid, w.snap, listed=row is not None)
-            # The controller answered and does not know it, nor does accounting: lost.
-            w.lost = (
-                row is None
-                and poll.output.squeue_rc == 0
-                and not (w.snap and w.snap.found)
-                and self.accounting.lost(sid)
+            # The controller answered and does not know it, nor does accounting (or accounting
+            # still says it runs, which only a job the controller forgot can be): lost.
+            unlisted = row is None and poll.output.squeue_rc == 0
+            found = bool(w.snap and w.snap.found)
+            live = found and w.snap is not None and not w.snap.terminal
+            w.lost = (unlisted and not found and self.accounting.lost(sid)) or (
+                self.accounting.runaway(sid, unlisted and live)
             )
         return work
 

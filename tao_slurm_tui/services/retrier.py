@@ -224,8 +224,9 @@ def _lost_decision(job: JobRecord, max_retries: int) -> retry_rules.RetryDecisio
     """A submitted attempt neither squeue nor sacct knows (SLURM lost it: a primary controller
     that crashed before saving its state forgets the jobs of its last seconds)."""
     what = (
-        f"SLURM lost job {job.slurm_job_id}: neither its queue nor its accounting knows it (a "
-        "controller that failed over right after the submission forgets such jobs)"
+        f"SLURM lost job {job.slurm_job_id}: its queue no longer knows it and its accounting "
+        "has no end for it (a controller that failed over right after the submission forgets "
+        "such jobs)"
     )
     if job.infra_retries >= max_retries:
         return retry_rules.RetryDecision(

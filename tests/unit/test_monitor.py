@@ -15,7 +15,12 @@ from tao_slurm_tui.core.profile import Profile
 from tao_slurm_tui.core.slurm_poll import MARK, SACCT_FIELDS, SEP, SQUEUE_FIELDS
 from tao_slurm_tui.core.tick_reads import disguised
 from tao_slurm_tui.remote.connection import CommandResult
-from tao_slurm_tui.services.accounting_followup import UNSETTLED_SECONDS, UNSETTLED_TICKS
+from tao_slurm_tui.services.accounting_followup import (
+    LOST_ANSWERS,
+    LOST_SECONDS,
+    UNSETTLED_SECONDS,
+    UNSETTLED_TICKS,
+)
 from tao_slurm_tui.services.monitor import Monitor
 from tao_slurm_tui.services.store import JobStore
 
@@ -614,3 +619,47 @@ async def test_a_tao_failure_shows_tao_s_reason(
             "TAO refused the experiment spec before it started: Could not override "
             "'train.num_epoch': Key 'num_epoch' not in 'TrainExpConfig' (full key train.num_epoch)"
         )
+
+
+async def test_a_running_job_the_controller_forgot_is_lost_though_accounting_says_running(
+    store: JobStore,
+) -> None:
+    """A primary slurmctld crashed after the job started but before saving it: the backup's
+    squeue answers without it while slurmdbd keeps its RUNNING row for ever (a "runaway job").
+    After LOST_ANSWERS ticks and LOST_SECONDS it is lost, not Running for ever."""
+    cluster = FakeCluster()
+    add(store, "a", "7", status=TaoStatus.RUNNING)
+    cluster.squeue["7"] = sq("7", "RUNNING", nodes="vm")
+    cluster.sacct["7"] = [sa("7", "RUNNING")]
+    clock = Clock()
+    monitor = Monitor(cluster, store, "p", PROFILE, clock=clock)  # type: ignore[arg-type]
+    await monitor.tick()
+    cluster.squeue_forgets = True  # the controller now in charge never heard of it
+    forgotten_at = clock.now
+    for _ in range(2 * LOST_ANSWERS + 10):
+        result = await monitor.tick()
+        await monitor.wait_followup()
+        job = result.jobs[0]
+        if job.status is not TaoStatus.RUNNING:
+            break
+        clock.now += 20
+    # Not before LOST_SECONDS (a blip of the controller is no loss), and soon after.
+    assert LOST_SECONDS <= clock.now - forgotten_at <= LOST_SECONDS + 60
+    assert job.status is TaoStatus.ERROR  # no resubmit wired in: it ends saying why
+    assert "SLURM lost job 7" in job.message and "no end" in job.message
+
+
+async def test_a_short_absence_from_squeue_with_accounting_running_is_no_loss(
+    store: JobStore,
+) -> None:
+    cluster = FakeCluster()
+    add(store, "a", "7", status=TaoStatus.RUNNING)
+    cluster.sacct["7"] = [sa("7", "RUNNING")]
+    clock = Clock()
+    monitor = Monitor(cluster, store, "p", PROFILE, clock=clock)  # type: ignore[arg-type]
+    for listed in (False, False, True, False, False):  # listed again: the count starts over
+        cluster.squeue = {"7": sq("7", "RUNNING", nodes="vm")} if listed else {}
+        result = await monitor.tick()
+        await monitor.wait_followup()
+        clock.now += LOST_SECONDS
+        assert result.jobs[0].status is TaoStatus.RUNNING
