@@ -366,7 +366,7 @@ class Monitor:
             # still says it runs, which only a job the controller forgot can be): lost.
             unlisted = row is None and poll.output.squeue_rc == 0
             found = bool(w.snap and w.snap.found)
-            live = found and w.snap is not None and not w.snap.terminal
+            live = bool(w.snap and w.snap.found and not w.snap.terminal)
             w.lost = (unlisted and not found and self.accounting.lost(sid)) or (
                 self.accounting.runaway(sid, unlisted and live)
             )
