@@ -165,7 +165,10 @@ async def test_why_a_job_waits_behind_another_shows_sprio_and_sshare_figures(
         assert report.weights == weights
         (row,) = report.priorities
         assert row.partition == "polar" and row.user == sandbox.USER
-        assert row.priority >= sum(row.factors.values()) > 0
+        # slurmctld sums the weighted factors as floats and truncates the total; sprio prints
+        # each factor rounded, so their sum may be off by up to one per factor (3916 vs 3917).
+        assert sum(row.factors.values()) > 0
+        assert abs(row.priority - sum(row.factors.values())) <= len(row.factors)
         assert 0 < row.factors["fairshare"] <= weights["fairshare"]
         assert row.factors["partition"] == weights["partition"]
         rank, ranked = report.ranks["polar"]
