@@ -44,6 +44,43 @@ UNSETTLED_SECONDS = 30.0
 alone (3 ticks are 3 s at a 1 s interval) would end a job without its exit code."""
 
 
+class Tally:
+    """Per id: how many times something was seen, and since when (the first time)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        """Count nothing yet; ``clock`` is the time source."""
+        self._clock = clock
+        self._seen: dict[str, tuple[int, float]] = {}
+
+    def add(self, sid: str) -> tuple[int, float]:
+        """Count ``sid`` once more; return the count and the seconds since its first time."""
+        now = self._clock()
+        count, since = self._seen.get(sid, (0, now))
+        self._seen[sid] = (count + 1, since)
+        return count + 1, now - since
+
+    def peek(self, sid: str) -> tuple[int, float]:
+        """The count and the seconds since the first time, without counting ((0, 0.0): never)."""
+        if sid not in self._seen:
+            return 0, 0.0
+        count, since = self._seen[sid]
+        return count, self._clock() - since
+
+    def forget(self, sid: str) -> None:
+        """Start ``sid`` again from nothing."""
+        self._seen.pop(sid, None)
+
+    def keep_only(self, keep: set[str]) -> None:
+        """Forget every id but ``keep``."""
+        self._seen = {k: v for k, v in self._seen.items() if k in keep}
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._seen
+
+    def __bool__(self) -> bool:
+        return bool(self._seen)
+
+
 class AccountingFollowUp:
     """What sacct said about a profile's active jobs, and the one background call asking more.
 
@@ -63,11 +100,10 @@ class AccountingFollowUp:
         """
         self.conn = conn
         self.timeout = timeout
-        self.clock = clock
         self._rows: dict[str, list[SlurmRow]] = {}
         """``sacct -X -D`` rows from earlier follow-ups, by id."""
-        self._unsettled: dict[str, tuple[int, float]] = {}
-        """Finished per squeue, not yet per sacct: id → (ticks, first seen)."""
+        self._unsettled = Tally(clock)
+        """Finished per squeue, not yet per sacct: ticks since first seen."""
         self._probe: set[str] = set()
         """Requeues whose restart count sacct is to confirm."""
         self._probed: set[str] = set()
@@ -78,12 +114,12 @@ class AccountingFollowUp:
         """Ids this tick asks about."""
         self._asked_before: set[str] = set()
         """Ids the previous tick asked about."""
-        self._missing: dict[str, tuple[int, float]] = {}
+        self._missing = Tally(clock)
         """Ids sacct answered about without a row (or only the transient ``allocation`` one a lost
-    job keeps): id → (answers, first answer)."""
-        self._runaway: dict[str, tuple[int, float]] = {}
-        """Ids sacct calls pending or running while squeue, answering, does not list them:
-    id → (ticks, first seen)."""
+    job keeps): answers since the first."""
+        self._runaway = Tally(clock)
+        """Ids sacct calls pending or running while squeue, answering, does not list them: ticks
+    since first seen."""
         self._task: asyncio.Task[bool] | None = None
         self._error = ""
 
@@ -125,17 +161,15 @@ class AccountingFollowUp:
 
     def still_unsettled(self, sid: str) -> bool:
         """For a finished state sacct has not confirmed: True while it should wait longer."""
-        now = self.clock()
-        count, since = self._unsettled.get(sid, (0, now))
-        self._unsettled[sid] = (count + 1, since)
-        return count + 1 < UNSETTLED_TICKS or now - since < UNSETTLED_SECONDS
+        ticks, age = self._unsettled.add(sid)
+        return ticks < UNSETTLED_TICKS or age < UNSETTLED_SECONDS
 
     def lost(self, sid: str) -> bool:
         """True when accounting has answered about ``sid`` without a row for long enough
         (:data:`LOST_ANSWERS`, :data:`LOST_SECONDS`): with squeue not listing it either, SLURM
         lost the job."""
-        count, since = self._missing.get(sid, (0, self.clock()))
-        return count >= LOST_ANSWERS and self.clock() - since >= LOST_SECONDS
+        answers, age = self._missing.peek(sid)
+        return answers >= LOST_ANSWERS and age >= LOST_SECONDS
 
     def runaway(self, sid: str, unlisted_but_live: bool) -> bool:
         """True when sacct has called ``sid`` pending or running while squeue, answering, did
@@ -151,16 +185,14 @@ class AccountingFollowUp:
                 for it is not a finished one (False forgets what was counted).
         """
         if not unlisted_but_live:
-            self._runaway.pop(sid, None)
+            self._runaway.forget(sid)
             return False
-        now = self.clock()
-        count, since = self._runaway.get(sid, (0, now))
-        self._runaway[sid] = (count + 1, since)
-        return count + 1 >= LOST_ANSWERS and now - since >= LOST_SECONDS
+        ticks, age = self._runaway.add(sid)
+        return ticks >= LOST_ANSWERS and age >= LOST_SECONDS
 
     def settled(self, sid: str) -> None:
         """The state of ``sid`` is acted on: stop counting it as unsettled."""
-        self._unsettled.pop(sid, None)
+        self._unsettled.forget(sid)
 
     def ask_if_needed(self, sid: str, snap: SlurmSnapshot | None, *, listed: bool) -> None:
         """Ask sacct about ``sid`` when squeue cannot settle it: a probe, a finished state sacct
@@ -193,9 +225,8 @@ class AccountingFollowUp:
         """Forget every id but ``active`` (bounded by the active jobs, not every job that ran)."""
         keep = set(active)
         self._rows = {k: v for k, v in self._rows.items() if k in keep}
-        self._unsettled = {k: v for k, v in self._unsettled.items() if k in keep}
-        self._missing = {k: v for k, v in self._missing.items() if k in keep}
-        self._runaway = {k: v for k, v in self._runaway.items() if k in keep}
+        for tally in (self._unsettled, self._missing, self._runaway):
+            tally.keep_only(keep)
 
     def rest(self) -> None:
         """No active job is left: there is nothing sacct could be asked about."""
@@ -222,10 +253,9 @@ class AccountingFollowUp:
         for sid in ids:
             rows = output.sacct_rows.get(sid)
             if rows and not all(is_transient(r) for r in rows):
-                self._missing.pop(sid, None)
+                self._missing.forget(sid)
             elif answered:
-                count, since = self._missing.get(sid, (0, self.clock()))
-                self._missing[sid] = (count + 1, since)
+                self._missing.add(sid)
             if rows is not None and rows != self._rows.get(sid):
                 self._rows[sid] = rows
                 news = True

@@ -20,6 +20,7 @@ from tao_slurm_tui.services.accounting_followup import (
     LOST_SECONDS,
     UNSETTLED_SECONDS,
     UNSETTLED_TICKS,
+    Tally,
 )
 from tao_slurm_tui.services.monitor import Monitor
 from tao_slurm_tui.services.store import JobStore
@@ -663,3 +664,17 @@ async def test_a_short_absence_from_squeue_with_accounting_running_is_no_loss(
         await monitor.wait_followup()
         clock.now += LOST_SECONDS
         assert result.jobs[0].status is TaoStatus.RUNNING
+
+
+def test_a_tally_counts_from_the_first_time_and_forgets() -> None:
+    now = [100.0]
+    tally = Tally(lambda: now[0])
+    assert tally.peek("7") == (0, 0.0) and "7" not in tally and not tally
+    assert tally.add("7") == (1, 0.0)
+    now[0] = 130.0
+    assert tally.add("7") == (2, 30.0) and tally.peek("7") == (2, 30.0)
+    tally.add("8")
+    tally.keep_only({"8"})
+    assert "7" not in tally and tally.peek("8") == (1, 0.0)
+    tally.forget("8")
+    assert not tally
