@@ -33,8 +33,11 @@ class ShownStream(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
-        """Flush the wrapped stream."""
-        self.raw.flush()
+        """Flush the wrapped stream, unless its owner closed it (this wrapper owns nothing: when
+        the garbage collector closes it, ``io`` flushes it once more, after a test's captured
+        stream or a finished ``sys.stdout`` may be gone)."""
+        if not getattr(self.raw, "closed", False):
+            self.raw.flush()
 
     def fileno(self) -> int:
         """The wrapped stream's file descriptor."""
