@@ -46,12 +46,14 @@ def _isolated_xdg(
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests under tests/integration need the cluster: mark them. The fault-injection suite
-    (tests/faults) disturbs the whole cluster (daemons restarted, sessions killed): serial."""
+    (tests/faults) disturbs the whole cluster (daemons restarted, sessions killed): serial,
+    but for the faults marked ``own_fault`` (a locked state DB, the small file system only
+    those tests use), which run beside the parallel suite."""
     for item in items:
         parts = Path(str(item.fspath)).parts
         if "integration" in parts or "faults" in parts:
             item.add_marker(pytest.mark.cluster)
-        if "faults" in parts:
+        if "faults" in parts and item.get_closest_marker("own_fault") is None:
             item.add_marker(pytest.mark.serial)
 
 

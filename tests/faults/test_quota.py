@@ -28,7 +28,9 @@ from tests.integration.conftest import harness
 from tests.integration.monitor_helpers import PROFILE, Harness, job_spec, unique
 from tests.integration.submit_helpers import submit
 
-pytestmark = pytest.mark.slow
+# The small file system and the small home are used by these tests only; they fill them one
+# at a time (one xdist group), beside the rest of the suite.
+pytestmark = [pytest.mark.slow, pytest.mark.own_fault, pytest.mark.xdist_group("small-fs")]
 
 
 def small_fs() -> dict[str, Any]:

@@ -24,7 +24,8 @@ from tests.integration.conftest import harness
 from tests.integration.monitor_helpers import IMAGE, unique
 from tests.unit.test_store_bad_days import hold_lock
 
-pytestmark = pytest.mark.slow
+# The state DB is each test's own (tmp_path): nothing another test uses is disturbed.
+pytestmark = [pytest.mark.slow, pytest.mark.own_fault]
 
 OLD = Path(__file__).resolve().parent / "old_state_dbs"
 
