@@ -193,17 +193,17 @@ def _take_marker(answer: EventsAnswer, kind: str, arg: str) -> bool:
             answer.cluster_now = float(clock)
         except ValueError:
             answer.cluster_now = None
-        answer.utc_offset = _utc_offset(offset)
+        answer.utc_offset = parse_utc_offset(offset) or 0
     elif kind == "done":
         answer.complete = answer.sizes is not None
     return False
 
 
-def _utc_offset(text: str) -> int:
-    """``+0130`` → 5400 seconds (0 when unreadable)."""
+def parse_utc_offset(text: str) -> int | None:
+    """``+0130`` (``date +%z``) → 5400 seconds (None when unreadable)."""
     match = re.fullmatch(r"([+-])(\d\d)(\d\d)", text.strip())
     if not match:
-        return 0
+        return None
     sign = -1 if match.group(1) == "-" else 1
     return sign * (int(match.group(2)) * 3600 + int(match.group(3)) * 60)
 

@@ -3,9 +3,12 @@ drained or that are down, with their windows and reasons (pure).
 
 squeue says only ``ReqNodeNotAvail, Reserved for maintenance`` or ``ReqNodeNotAvail,
 UnavailableNodes:gpu[03-04]``; ``scontrol show reservation -o`` has the window and ``sinfo -R``
-the admin's reason. :func:`site_command` asks both in one command; :func:`explain_wait` turns a
-reason into the sentence a researcher needs (when it can start, who drained what and why), and
-:func:`maintenance_now` tells an unreachable cluster during its announced window from an outage.
+the admin's reason. Both print the cluster's local time, which need not be the workstation's
+(a researcher in Europe, a cluster in California): :func:`site_command` asks both in one
+command, with the cluster's UTC offset, and every time shown is the workstation's own.
+:func:`explain_wait` turns a reason into the sentence a researcher needs (when it can start,
+who drained what and why), and :func:`maintenance_now` tells an unreachable cluster during its
+announced window from an outage.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import re
 import time
 from dataclasses import dataclass
 
+from tao_slurm_tui.core.run_events import parse_utc_offset, slurm_time_to_unix
 from tao_slurm_tui.core.slurm_fields import parse_key_values
 from tao_slurm_tui.core.slurm_text import expand_nodelist
 
 _MARK = "@@site:sinfo"
+_TZ = "@@site:tz "
 
 WAIT_PREFIX = "Waiting for "
 """Every sentence :func:`explain_wait` makes starts so (the monitor clears it once the job no
@@ -25,8 +30,10 @@ longer waits)."""
 
 
 def site_command() -> str:
-    """Reservations (one line each) and the drained/down nodes with their reasons."""
+    """The cluster's UTC offset, its reservations (one line each) and the drained/down nodes
+    with their reasons."""
     return (
+        f'printf "{_TZ}%s\\n" "$(date +%z)"; '
         "scontrol show reservation -o 2>/dev/null; "
         f'printf "{_MARK}\\n"; '
         "sinfo -R -h -N -o '%n|%T|%E|%u|%H' 2>/dev/null; true"
@@ -55,6 +62,9 @@ class NodeOut:
     reason: str
     user: str
     since: str
+    """When it was set, as SLURM printed it."""
+    since_at: float | None = None
+    """...as unix time (None: unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,10 @@ class SiteState:
     nodes_out: tuple[NodeOut, ...] = ()
 
 
-def _when(text: str) -> float | None:
+def _when(text: str, utc_offset: int | None) -> float | None:
+    """A SLURM time as unix time; ``utc_offset`` None (unknown): the workstation's zone."""
+    if utc_offset is not None:
+        return slurm_time_to_unix(text, utc_offset)
     try:
         return time.mktime(time.strptime(text.strip(), "%Y-%m-%dT%H:%M:%S"))
     except ValueError:
@@ -73,12 +86,15 @@ def _when(text: str) -> float | None:
 def parse_site(output: str) -> SiteState:
     """Read :func:`site_command`'s output."""
     head, _, tail = output.partition(_MARK)
+    tz = next((li.removeprefix(_TZ) for li in head.splitlines() if li.startswith(_TZ)), "")
+    offset = parse_utc_offset(tz)
     reservations = []
     for line in head.splitlines():
         if not line.startswith("ReservationName="):
             continue
         kv = parse_key_values(line)
-        start, end = _when(kv.get("StartTime", "")), _when(kv.get("EndTime", ""))
+        start = _when(kv.get("StartTime", ""), offset)
+        end = _when(kv.get("EndTime", ""), offset)
         if start is None or end is None:
             continue
         flags = frozenset(f for f in kv.get("Flags", "").split(",") if f)
@@ -89,7 +105,9 @@ def parse_site(output: str) -> SiteState:
     for line in tail.splitlines():
         parts = line.split("|")
         if len(parts) == 5 and parts[0].strip():
-            seen.setdefault(parts[0], NodeOut(*(p.strip() for p in parts)))  # one per node
+            node, state, reason, user, since = (p.strip() for p in parts)
+            out = NodeOut(node, state, reason, user, since, _when(since, offset))
+            seen.setdefault(node, out)  # one per node
     return SiteState(tuple(sorted(reservations, key=lambda r: r.start)), tuple(seen.values()))
 
 
@@ -98,9 +116,8 @@ def _time(epoch: float, now: float) -> str:
     return time.strftime("%H:%M" if same_day else "%a %d %b %H:%M", time.localtime(epoch))
 
 
-def _since(text: str, now: float) -> str:
-    when = _when(text)
-    return _time(when, now) if when is not None else text
+def _since(node: NodeOut, now: float) -> str:
+    return _time(node.since_at, now) if node.since_at is not None else node.since
 
 
 def is_site_wait(reason: str) -> bool:
@@ -128,7 +145,7 @@ def explain_wait(reason: str, site: SiteState, now: float | None = None) -> str:
     if named and out:
         text = "; ".join(
             f"{n.node} is {n.state}: {n.reason or 'no reason given'}"
-            + (f" (set by {n.user} at {_since(n.since, now)})" if n.user else "")
+            + (f" (set by {n.user} at {_since(n, now)})" if n.user else "")
             for n in out[:4]
         )
         more = f" and {len(out) - 4} more" if len(out) > 4 else ""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tao_slurm_tui.core.site_state import (
     WAIT_PREFIX,
     explain_wait,
@@ -84,3 +86,29 @@ def test_nothing_from_the_site_is_nothing_to_say() -> None:
     empty = parse_site("")
     assert empty.reservations == () and empty.nodes_out == ()
     assert explain_wait("ReqNodeNotAvail, Reserved for maintenance", empty) == ""
+
+
+def test_times_in_the_cluster_s_zone_are_shown_in_the_workstation_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A cluster in Tokyo (+0900), a researcher in London in winter (UTC): the window SLURM
+    # prints as 18:11 there is 09:11 here, and the countdown is measured against it.
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        site = parse_site("@@site:tz +0900\n" + SITE)
+        (maint,) = [r for r in site.reservations if r.maintenance]
+        assert maint.start == at("2026-12-01T09:11:40")
+        reason = "ReqNodeNotAvail, Reserved for maintenance"
+        assert "from 09:11 to 09:21;" in explain_wait(reason, site, at("2026-12-01T08:00:00"))
+        assert maintenance_now(site, at("2026-12-01T09:15:00")) == maint
+        assert maintenance_now(site, at("2026-12-01T18:15:00")) is None
+        drained = explain_wait(
+            "ReqNodeNotAvail, UnavailableNodes:tao-n3", site, at("2026-12-01T09:00:00")
+        )
+        assert "(set by root at 08:11)" in drained
+        # No offset answered (an older recorded output): the workstation's zone, as before.
+        assert parse_site(SITE).reservations[1].start == at("2026-12-01T18:11:40")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
