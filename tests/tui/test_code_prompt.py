@@ -58,12 +58,13 @@ async def test_the_modal_shows_the_servers_words_as_data_and_masks_the_code(
     async with app.run_test(size=(80, 24)) as pilot:
         asking = asyncio.ensure_future(app.ask_login_question(prompt))
         await wait_for(pilot, lambda: isinstance(app.screen, CodePromptModal), "the modal")
+        # Focus moves to the field once the modal is composed: then its labels are there.
+        await wait_for(pilot, lambda: isinstance(app.focused, Input), "the field's focus")
         question = app.screen.query_one(".question", Label)
         rendered = question.render()
         # As sent, not parsed: the brackets are text, the escape byte is shown, not obeyed.
         assert isinstance(rendered, Content)
         assert rendered.plain == "Code [bold]now[/bold] \\x1b[31m:"
-        await wait_for(pilot, lambda: isinstance(app.focused, Input), "the field's focus")
         await pilot.press(*"123456")
         field = app.screen.query_one(".answer", Input)
         assert field.password and "123456" not in str(field.render_line(0))
@@ -110,8 +111,9 @@ async def test_one_code_for_the_dashboard_and_the_commands_beside_it_and_a_drop_
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, CodePromptModal), "the code modal")
         await wait_for(pilot, lambda: app.session.connection == "awaiting code", "the header")
-        assert "waiting for your code" in screen_text(app)
-        assert "One-time code for alice@127.0.0.1" in screen_text(app)
+        # The modal is on the stack before its labels are composed: wait for its words.
+        shown = ("One-time code for alice@127.0.0.1", "waiting for your code")
+        await wait_for(pilot, lambda: all(s in screen_text(app) for s in shown), "the words")
         await type_code(pilot, app, server.issue())
         await wait_for(pilot, lambda: backend.conn.connected, "the dashboard connected")
 
