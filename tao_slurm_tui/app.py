@@ -190,11 +190,17 @@ class TaoSlurmApp(App[None]):
         # fact; the headers follow when the message is handled.
         self.post_message(ConnectionStateChanged(state))
 
-    def on_unmount(self) -> None:
-        """Stop listening to the back end."""
+    async def on_unmount(self) -> None:
+        """Stop listening to the back end and close it. Every way out comes here (ctrl+q,
+        ``q`` then yes, an error, a test's end), after the screens and their workers are gone:
+        no poll logs in again behind the close (one did when ``q`` quit with a poll due)."""
         if self._unlisten is not None:
             self._unlisten()
             self._unlisten = None
+        try:
+            await self.backend.close()
+        except (TaoError, OSError) as exc:  # on the way out: said in the log, not raised
+            log.warning("closing the connection on exit: %s", exc)
 
     def on_connection_state_changed(self, message: ConnectionStateChanged) -> None:
         """The connection changed state: every header shows it."""
@@ -395,11 +401,6 @@ class TaoSlurmApp(App[None]):
         """Dismiss every screen above the old queue, then put the new queue in its place."""
         old.pop_until_active()
         self.call_later(self.switch_screen, new)
-
-    async def action_quit(self) -> None:
-        """Close the back end, then exit."""
-        await self.backend.close()
-        self.exit()
 
 
 def make_app(

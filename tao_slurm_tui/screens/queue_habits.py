@@ -55,7 +55,7 @@ class QueueHabits(Screen[None]):
         app); ctrl+q quits at once."""
 
         def answered(yes: bool | None) -> None:
-            if yes:
+            if yes:  # the app closes the back end on its way out (TaoSlurmApp.on_unmount)
                 self.app.exit()
 
         self.app.push_screen(

@@ -13,6 +13,7 @@ from tao_slurm_tui.screens.confirm import ConfirmModal
 from tao_slurm_tui.screens.logs import LogsScreen
 from tao_slurm_tui.screens.queue import MAX_BACKOFF, QueueScreen
 from tao_slurm_tui.services.cluster import ClusterBackend
+from tao_slurm_tui.services.fakecluster.demo import Demo
 from tao_slurm_tui.services.fakecluster.world import World
 from tao_slurm_tui.widgets.job_table import JobTable
 from tests.tui.conftest import build_app
@@ -125,9 +126,11 @@ async def test_q_asks_before_quitting_so_two_presses_from_the_logs_stay(
         await shown(pilot, ConfirmModal)
         await pilot.press("n")
         await shown(pilot, QueueScreen)
-        assert app.is_running
+        assert app.is_running and fake.conn.connected
         await pilot.press("q", "y")
         await wait_for(pilot, lambda: not app.is_running, "the app quit after a yes")
+    # As ctrl+q: the back end closed its connection (and with it TensorBoards and sharing).
+    assert not fake.conn.connected
 
 
 async def test_sort_and_finished_toggle_say_what_the_table_shows(fake: ClusterBackend) -> None:
@@ -381,7 +384,7 @@ async def test_the_chosen_theme_is_saved(fake: ClusterBackend, tmp_path: Any) ->
 
 @pytest.mark.parametrize("size", [SMALL, (120, 36)])
 async def test_finished_hidden_and_the_sort_are_kept_for_the_next_start(
-    fake: ClusterBackend, tmp_path: Any, size: tuple[int, int]
+    demo: Demo, fake: ClusterBackend, tmp_path: Any, size: tuple[int, int]
 ) -> None:
     from tao_slurm_tui.app import make_app
     from tao_slurm_tui.config import Config, load_settings
@@ -394,7 +397,8 @@ async def test_finished_hidden_and_the_sort_are_kept_for_the_next_start(
         await wait_for(pilot, lambda: "sort Status ↓" in str(screen.table.border_subtitle))
     kept = load_settings(config.path)
     assert (kept.show_finished, kept.queue_sort) == (False, "-status")
-    again = make_app(fake, settings=kept, save_settings=lambda _s: None)
+    # The next start: a back end of its own (the app closed the first one on its way out).
+    again = make_app(demo.backend(), settings=kept, save_settings=lambda _s: None)
     async with again.run_test(size=size) as pilot:
         screen = await _queue(pilot)
         subtitle = str(screen.table.border_subtitle)
