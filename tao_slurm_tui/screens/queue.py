@@ -174,6 +174,8 @@ class QueueScreen(QueueCancel):
         """Wait before the next automatic poll (grows while the cluster is unreachable)."""
         self._toast: Notification | None = None
         """The 'Queue not refreshed' toast on screen, replaced rather than stacked."""
+        self._select_when_composed: str | None = None
+        """A job to select that came before the table (see :meth:`select_job`)."""
 
     @property
     def poll_interval(self) -> float:
@@ -206,6 +208,9 @@ class QueueScreen(QueueCancel):
         if order != self.table.sorted_by:
             self.table.sorted_by = order
         self.table.focus()
+        if self._select_when_composed is not None:
+            self.table.reveal(self._select_when_composed)
+            self._select_when_composed = None
 
     # ------------------------------------------------------------------ derived state
     def _wanted(self, jobs: list[JobRecord], finished: bool, text: str) -> bool:
@@ -442,8 +447,15 @@ class QueueScreen(QueueCancel):
         self.table.reveal(f"{PIPELINE_KEY}{pipeline_id}")
 
     def select_job(self, job_id: str) -> None:
-        """Put the cursor on ``job_id`` as soon as it is shown (a job just submitted)."""
-        self.table.reveal(job_id)
+        """Put the cursor on ``job_id`` as soon as it is shown (a job just submitted). Opened
+        with ``--spec``, the composer covers the queue from the start: a submit may come
+        before the queue is composed (seen on a loaded machine), and :meth:`on_mount` takes
+        the id then."""
+        table = self.query_one_optional("#jobs", JobTable)
+        if table is None:
+            self._select_when_composed = job_id
+        else:
+            table.reveal(job_id)
 
     # ------------------------------------------------------------------ actions
     def _selected(self) -> JobRecord | None:

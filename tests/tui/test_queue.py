@@ -300,3 +300,21 @@ async def test_the_header_follows_the_connection_as_the_network_goes_and_comes_b
         await wait_for(pilot, lambda: fake.connection_state == "connected", "connected again")
         await wait_for(pilot, lambda: "● connected" in header(), "the header saying so")
         assert seen[-1] == "connected"
+
+
+async def test_a_job_selected_before_the_queue_is_composed_is_selected_when_it_is(
+    fake: ClusterBackend,
+) -> None:
+    """Opened with --spec, the composer covers the queue from the start: a submit can come
+    before the queue is composed (it raised NoMatches in the app's handler, on a loaded CI)."""
+    app = build_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await _queue(pilot)
+        later = QueueScreen(app.ctx)
+        later.select_job("yolo-finetune")  # not composed: nothing to query yet
+        await app.push_screen(later)
+        screen = await shown(pilot, QueueScreen)
+        assert screen is later
+        await wait_for(
+            pilot, lambda: later.table.cursor_job_id == "yolo-finetune", "the job selected"
+        )
