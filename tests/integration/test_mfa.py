@@ -166,8 +166,7 @@ def test_one_code_for_the_dashboard_and_three_commands_and_a_drop_asks_once(
         assert pids, "no sshd session for the dashboard's connection"
         for pid in pids:
             os.kill(pid, signal.SIGTERM)
-        screen = terminal.wait_for("One-time code for", timeout=90)
-        assert "waiting for your code" in screen
+        terminal.wait_for("One-time code for", "waiting for your code", timeout=90)
         second = type_code(terminal, user)
         assert second != code
         screen = wait_gone(terminal, "One-time code for")

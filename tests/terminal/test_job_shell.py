@@ -34,10 +34,11 @@ def test_the_shell_key_opens_a_shell_in_the_job_and_comes_back_to_the_queue(
     terminal.wait_for("28 90")
     terminal.text("exit")
     terminal.keys("Enter")
-    screen = terminal.wait_for("Back from the shell in dino-train-1")
     # The queue as it was: the details of the same job (the Id column is off to the right at
     # 90 columns, and the toast covers the end of the details' first line).
-    assert "Details" in screen and "dino-train-1  Running  ·  SLURM RUNNING" in screen
+    terminal.wait_for(
+        "Back from the shell in dino-train-1", "Details", "dino-train-1  Running  ·  SLURM RUNNING"
+    )
     # A pending job has no shell yet: a toast says so, nothing is suspended.
     terminal.keys("down")
     terminal.wait_for("yolo-finetune  Pending")

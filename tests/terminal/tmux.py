@@ -71,16 +71,21 @@ class Terminal:
         """The visible text of the pane."""
         return self._tmux("capture-pane", "-p", "-t", "app")
 
-    def wait_for(self, text: str, timeout: float = TIMEOUT) -> str:
-        """Wait until ``text`` is on the screen; return the screen."""
+    def wait_for(self, text: str, *more: str, timeout: float = TIMEOUT) -> str:
+        """Wait until ``text`` (and each of ``more``) is on the screen; return the screen.
+
+        Several texts are looked for on one capture: the app redraws a screen in parts, and a
+        capture taken as the first part lands may not show the rest yet.
+        """
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
-            if text in screen:
+            if all(t in screen for t in (text, *more)):
                 return screen
             if self.exit_status() is not None or time.monotonic() > deadline:
+                missing = [t for t in (text, *more) if t not in screen]
                 pytest.fail(
-                    f"{text!r} never appeared; the screen:\n{screen}\n"
+                    f"{missing!r} never appeared; the screen:\n{screen}\n"
                     f"exit status: {self.exit_status()}"
                 )
             time.sleep(0.2)
