@@ -125,8 +125,10 @@ async def test_the_gpu_pane_shows_the_stand_ins_figures_and_the_queue_flags_an_i
                 60,
             )
             assert str(table.get_cell(busy, "reason")) == ""
-        flagged = await backend.idle_gpu_jobs()  # the poll's sweep: every running job at once
-        assert idle in flagged and busy not in flagged
+            # The poll's sweep: every running job at once (the app closes the back end when
+            # it ends, so this asks while it runs).
+            flagged = await backend.idle_gpu_jobs()
+            assert idle in flagged and busy not in flagged
     await backend.close()
 
 
